@@ -1,0 +1,68 @@
+"""The ``xtree`` command: parses arguments, calls the library, prints. Nothing else lives here.
+
+Subcommands of the core are defined below. Feature packages add their own through a
+``register_cli(subparsers, collect_subparsers)`` function in a module listed in
+``_PLUGIN_MODULES``; a module whose optional dependencies are missing still registers (it
+imports them only when its command runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from .errors import XTreeError
+
+# Modules that add subcommands (``xtree canon``, ``xtree collect <env>``, ``xtree demo``, ...).
+_PLUGIN_MODULES = (
+    "xtree_gym.cli_core",
+    "xtree_gym.canon.cli",
+    "xtree_gym.collect.scienceworld",
+    "xtree_gym.collect.webshop",
+    "xtree_gym.collect.miniwob",
+    "xtree_gym.demo",
+    "xtree_gym.render.cli",
+    "xtree_gym.mdl_cli",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="xtree", description="Mine, inspect and use X-Trees of agent trajectories."
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    collect = sub.add_parser("collect", help="build a corpus by running an environment")
+    collect_sub = collect.add_subparsers(dest="env", metavar="ENV")
+    collect.set_defaults(func=lambda a: collect.print_help() or 2)
+    for name in _PLUGIN_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name and (exc.name == name or name.startswith(exc.name + ".")):
+                continue  # feature module not present in this build
+            raise
+        module.register_cli(sub, collect_sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        code = args.func(args)
+    except XTreeError as exc:
+        print(f"xtree {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    return int(code or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

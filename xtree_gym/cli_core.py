@@ -1,0 +1,141 @@
+"""Core ``xtree`` subcommands: mine, show, tile, stats."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from .config import PRESETS, MinerConfig
+from .corpus import Corpus, corpus_stats, read_corpus
+from .errors import CorpusError
+from .mining import mine, trajectory_tokens
+from .progress import progress
+from .tree import XTree
+
+_OVERRIDES = {  # CLI option -> MinerConfig field, type
+    "--p-len": ("p_len", float),
+    "--p-succ": ("p_succ", float),
+    "--eps": ("eps", float),
+    "--eta": ("eta", float),
+    "--cap": ("cap", int),
+    "--max-len": ("max_len", int),
+    "--min-freq": ("min_freq", int),
+    "--min-succ": ("min_succ", float),
+    "--min-task-types": ("min_task_types", int),
+}
+
+
+def register_cli(sub: Any, collect_sub: Any) -> None:
+    p = sub.add_parser("mine", help="mine an X-Tree from corpus files")
+    p.add_argument("corpus", nargs="+", help="corpus JSONL file(s) (.jsonl or .jsonl.gz)")
+    p.add_argument("--preset", default="scienceworld", choices=sorted(PRESETS), help="Table 6/8 settings")
+    for opt, (field, typ) in _OVERRIDES.items():
+        p.add_argument(opt, dest=field, type=typ, default=None, help=f"override MinerConfig.{field}")
+    p.add_argument("--domain", help="canonicalizer for steps without a 'token' (e.g. scienceworld)")
+    p.add_argument("--name", default="", help="corpus name recorded in the tree file")
+    p.add_argument("--engine", default="fast", choices=["fast", "reference"], help="miner implementation")
+    p.add_argument("--skip-bad", action="store_true", help="skip and count malformed corpus lines")
+    p.add_argument("-o", "--output", required=True, help="tree file to write (JSON)")
+    p.set_defaults(func=cmd_mine)
+
+    p = sub.add_parser("show", help="print a tree's nodes")
+    p.add_argument("tree", help="tree file (ours or the authors' released format)")
+    p.add_argument("--hierarchy", action="store_true", help="indented tree instead of the node table")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("tile", help="tile a corpus's trajectories with a tree")
+    p.add_argument("tree")
+    p.add_argument("corpus")
+    p.add_argument("--domain", help="canonicalizer for steps without a 'token'")
+    p.add_argument("--limit", type=int, default=None, help="print at most this many tilings")
+    p.add_argument("--skip-bad", action="store_true")
+    p.set_defaults(func=cmd_tile)
+
+    p = sub.add_parser("stats", help="corpus statistics")
+    p.add_argument("corpus", nargs="+")
+    p.add_argument("--skip-bad", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_stats)
+
+
+def _read(paths: list[str], skip_bad: bool) -> Corpus:
+    corpus = read_corpus(paths, skip_bad=skip_bad)
+    if corpus.skipped:
+        print(f"skipped {len(corpus.skipped)} bad line(s); first: {corpus.skipped[0]}", file=sys.stderr)
+    if len(corpus) == 0:
+        raise CorpusError(f"no trajectories in {', '.join(paths)}", fix="check the corpus file(s)")
+    return corpus
+
+
+def cmd_mine(args: argparse.Namespace) -> int:
+    corpus = _read(args.corpus, args.skip_bad)
+    overrides = {f: getattr(args, f) for f, _ in _OVERRIDES.values()}
+    cfg = MinerConfig.preset(args.preset, **overrides)
+    tree = mine(corpus.trajectories, cfg, domain=args.domain, progress=None, name=args.name, engine=args.engine)
+    tree.save(args.output)
+    s = tree.summary()
+    print(f"mined {s['n_nodes']} nodes from {len(corpus)} trajectories ({s['n_primitives']} primitive tokens)")
+    print("depth histogram: " + ", ".join(f"d{d}: {n}" for d, n in s["depth_histogram"].items()))
+    print(f"compression ratio: {s['compression_ratio']:.3f} (primitives per symbol after tiling)")
+    print(f"bound reached: {s['bound']} ({'cap' if s['bound'] == 'cap' else 'no pair passes the compression rule'})")
+    print(f"wrote {args.output}")
+    return 0
+
+
+def node_table(tree: XTree) -> list[str]:
+    """One line per node: id, depth, length, count, success, children."""
+    rows = [f"{'id':>5} {'d':>2} {'len':>3} {'count':>7} {'succ':>6}  children -> expansion"]
+    for n in tree:
+        succ = "-" if n.success is None else f"{n.success:.3f}"
+        rows.append(
+            f"{n.id:>5} {n.depth:>2} {n.length:>3} {n.count:>7} {succ:>6}  "
+            f"{n.children[0]} + {n.children[1]} -> {' '.join(n.expansion)}"
+        )
+    return rows
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    tree = XTree.load(args.tree)
+    if args.json:
+        print(json.dumps(tree.summary(), indent=1))
+        return 0
+    s = tree.summary()
+    print(
+        f"{tree.environment or 'tree'}: {s['n_nodes']} nodes over {s['n_primitives']} primitives, "
+        f"max depth {s['max_depth']}, bound {s['bound'] or 'unknown'}"
+    )
+    print("\n".join(tree.hierarchy_lines() if args.hierarchy else node_table(tree)))
+    return 0
+
+
+def cmd_tile(args: argparse.Namespace) -> int:
+    tree = XTree.load(args.tree)
+    corpus = _read([args.corpus], args.skip_bad)
+    tokens = trajectory_tokens(corpus.trajectories, args.domain)
+    covered = total = 0
+    shown = 0
+    for traj, toks in progress(list(zip(corpus, tokens)), desc="tile"):
+        segs = tree.tile(toks)
+        total += len(toks)
+        covered += sum(s.length for s in segs if s.is_node)
+        if args.limit is None or shown < args.limit:
+            print(f"{traj.id}: " + " | ".join(f"{s.symbol}[{s.start}:{s.end}]" for s in segs))
+            shown += 1
+    cov = covered / total if total else 0.0
+    print(f"coverage: {covered}/{total} steps inside nodes ({cov:.1%}) over {len(corpus)} trajectories")
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    corpus = _read(args.corpus, args.skip_bad)
+    st = corpus_stats(corpus.trajectories)
+    st["n_skipped_lines"] = len(corpus.skipped)
+    if args.json:
+        print(json.dumps(st, indent=1))
+    else:
+        for k, v in st.items():
+            print(f"{k}: {v}")
+    return 0

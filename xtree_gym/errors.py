@@ -1,0 +1,61 @@
+"""Typed exceptions of xtree_gym.
+
+Every error says *what* is wrong (quoting the bad value), *where* (``file:line`` when the
+input came from a file) and *how to fix it*. The CLI prints ``str(error)`` as one line and
+exits non-zero; library users can catch the narrow type they care about.
+"""
+
+from __future__ import annotations
+
+
+class XTreeError(Exception):
+    """Base class of every error raised on purpose by xtree_gym."""
+
+    def __init__(self, what: str, *, where: str | None = None, fix: str | None = None) -> None:
+        self.what = what
+        self.where = where
+        self.fix = fix
+        parts = [f"{where}: {what}" if where else what]
+        if fix:
+            parts.append(f"fix: {fix}")
+        super().__init__(" -- ".join(parts))
+
+
+class CorpusError(XTreeError, ValueError):
+    """A corpus file or record is malformed (bad JSON, missing or mistyped field, empty corpus)."""
+
+
+class ConfigError(XTreeError, ValueError):
+    """A configuration value is out of range or of the wrong type."""
+
+
+class TreeFormatError(XTreeError, ValueError):
+    """A tree file cannot be read (bad JSON, unknown format version, inconsistent nodes)."""
+
+
+class CanonicalizationError(XTreeError, ValueError):
+    """A domain name is unknown, or a corpus lacks the tokens and no canonicalizer was given.
+
+    Canonicalizers themselves never raise on an action: the catch-all rule always yields a token.
+    """
+
+
+class EnvConfigError(XTreeError, ValueError):
+    """An environment was built with bad arguments, or something it needs is missing."""
+
+
+class DependencyError(XTreeError, ImportError):
+    """An optional dependency is not installed; the message names the pip extra to install."""
+
+
+def missing_dependency(package: str, extra: str, feature: str) -> DependencyError:
+    """Build the one error for a missing optional package.
+
+    Example:
+        >>> str(missing_dependency("scienceworld", "scienceworld", "XTree-ScienceWorld-v0"))
+        "XTree-ScienceWorld-v0 needs the package 'scienceworld', which is not installed -- fix: pip install 'xtree_gym[scienceworld]'"
+    """
+    return DependencyError(
+        f"{feature} needs the package {package!r}, which is not installed",
+        fix=f"pip install 'xtree_gym[{extra}]'",
+    )
