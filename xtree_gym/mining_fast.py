@@ -55,6 +55,8 @@ class _State:
         self.pos: dict[int, list[np.ndarray]] = {}  # pair key -> arrays of (possibly stale) positions
         self.version: dict[int, int] = {}  # pair key -> version of its newest heap entry
         self.heap: list[tuple[Any, ...]] = []
+        self.owner = np.zeros(n, dtype=np.int32)  # scratch for de-duplicating positions
+        self.mark = np.zeros(n, dtype=bool)  # scratch for set membership
         self._count_all()
 
     # -- initial counting -------------------------------------------------------------------
@@ -63,26 +65,50 @@ class _State:
         keys = self.sym[pos].astype(np.int64) * self.K + self.sym[self.nxt[pos]]
         order = np.argsort(keys, kind="stable")
         keys, pos = keys[order], pos[order]
-        self._apply_deltas(keys, pos, np.ones(len(keys), dtype=np.int64), sorted_keys=True)
+        if len(keys) == 0:
+            return
+        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+        bounds = np.r_[starts, len(keys)].tolist()
+        f = np.diff(bounds).tolist()
+        s = np.add.reduceat(self.ok[pos], starts).tolist() if len(pos) else []
+        for i, key in enumerate(keys[starts].tolist()):
+            self.f[key] = f[i]
+            self.s[key] = s[i]
+            self.pos[key] = [pos[bounds[i] : bounds[i + 1]]]
+        if self.need_tt and len(pos):
+            combo = keys * self.n_tasks + self.tt[pos]
+            uniq, counts = np.unique(combo, return_counts=True)
+            for c, n in zip(uniq.tolist(), counts.tolist()):
+                key, task = divmod(c, self.n_tasks)
+                self.ttc.setdefault(key, {})[task] = n
         for key in list(self.f):
             self._push(key)
 
     # -- statistics --------------------------------------------------------------------------
-    def _apply_deltas(self, keys: np.ndarray, pos: np.ndarray, sign: np.ndarray, sorted_keys: bool) -> list[int]:
-        """Add ``sign`` at each (key, position) to the pair statistics; returns the keys touched."""
-        if len(keys) == 0:
-            return []
-        if not sorted_keys:
-            order = np.argsort(keys, kind="stable")
-            keys, pos, sign = keys[order], pos[order], sign[order]
-        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-        ukeys = keys[starts].tolist()
-        df = np.add.reduceat(sign, starts).tolist()
-        ds = np.add.reduceat(sign * self.ok[pos], starts).tolist()
-        added = sign > 0
-        bounds = np.r_[starts, len(keys)]
-        for i, key in enumerate(ukeys):
-            f = self.f.get(key, 0) + df[i]
+    def _apply_group(
+        self, pos: np.ndarray, other: np.ndarray, fixed: int, fixed_is_left: bool, sign: int, touched: set[int]
+    ) -> None:
+        """Add ``sign`` for the pairs at ``pos``: (fixed, other) or (other, fixed) symbol pairs.
+
+        Every delta of a merge falls in one of five such groups (one symbol of the pair is the
+        same for the whole group), so they aggregate with ``bincount`` over symbols, not a sort.
+        """
+        if len(pos) == 0:
+            return
+        K = self.K
+        counts = np.bincount(other, minlength=K)
+        succ = np.bincount(other, weights=self.ok[pos], minlength=K)
+        present = np.flatnonzero(counts)
+        base = fixed * K if fixed_is_left else fixed
+        mult = 1 if fixed_is_left else K
+        keys = [base + o * mult for o in present.tolist()]
+        if sign > 0:
+            order = np.argsort(other, kind="stable")
+            bounds = np.r_[0, np.cumsum(counts[present])].tolist()
+            sorted_pos = pos[order]
+        for i, (key, n, sc) in enumerate(zip(keys, counts[present].tolist(), succ[present].tolist())):
+            touched.add(key)
+            f = self.f.get(key, 0) + sign * n
             if f <= 0:
                 self.f.pop(key, None)
                 self.s.pop(key, None)
@@ -90,45 +116,43 @@ class _State:
                 self.ttc.pop(key, None)
                 continue
             self.f[key] = f
-            self.s[key] = self.s.get(key, 0) + ds[i]
-            seg_pos = pos[bounds[i] : bounds[i + 1]][added[bounds[i] : bounds[i + 1]]]
-            if len(seg_pos):
-                self.pos.setdefault(key, []).append(seg_pos)
+            self.s[key] = self.s.get(key, 0) + sign * round(sc)
+            if sign > 0:
+                self.pos.setdefault(key, []).append(sorted_pos[bounds[i] : bounds[i + 1]])
         if self.need_tt:
-            self._apply_task_deltas(keys, pos, sign)
-        return ukeys
-
-    def _apply_task_deltas(self, keys: np.ndarray, pos: np.ndarray, sign: np.ndarray) -> None:
-        combo = keys * self.n_tasks + self.tt[pos]
-        order = np.argsort(combo, kind="stable")
-        combo, sign = combo[order], sign[order]
-        starts = np.flatnonzero(np.r_[True, combo[1:] != combo[:-1]])
-        sums = np.add.reduceat(sign, starts).tolist()
-        for c, d in zip(combo[starts].tolist(), sums):
-            key, task = divmod(c, self.n_tasks)
-            if key not in self.f:
-                continue
-            per = self.ttc.setdefault(key, {})
-            val = per.get(task, 0) + d
-            if val > 0:
-                per[task] = val
-            else:
-                per.pop(task, None)
+            combo = other.astype(np.int64) * self.n_tasks + self.tt[pos]
+            tc = np.bincount(combo, minlength=K * self.n_tasks)
+            for c in np.flatnonzero(tc).tolist():
+                o, task = divmod(c, self.n_tasks)
+                key = base + o * mult
+                if key not in self.f:
+                    continue
+                per = self.ttc.setdefault(key, {})
+                val = per.get(task, 0) + sign * int(tc[c])
+                if val > 0:
+                    per[task] = val
+                else:
+                    per.pop(task, None)
 
     def positions(self, key: int) -> np.ndarray:
-        """Sorted live, non-overlapping occurrence positions of the pair ``key`` (left to right)."""
+        """Live, non-overlapping occurrence positions of the pair ``key`` (sorted for self pairs)."""
         u, v = divmod(key, self.K)
         arrays = self.pos.get(key)
         if not arrays:
             return np.empty(0, dtype=np.int64)
-        cand = np.unique(np.concatenate(arrays)) if len(arrays) > 1 else np.unique(arrays[0])
+        cand = np.concatenate(arrays) if len(arrays) > 1 else arrays[0]
         nx = self.nxt[cand]
         live = (self.sym[cand] == u) & (nx >= 0)
         live &= self.sym[np.where(nx >= 0, nx, 0)] == v
         cand = cand[live]
+        if len(arrays) > 1:  # a position can be listed twice if its pair changed and changed back
+            idx = np.arange(len(cand), dtype=np.int32)
+            self.owner[cand] = idx
+            cand = cand[self.owner[cand] == idx]
         self.pos[key] = [cand]  # compact: drop stale positions for good
         if u == v and len(cand) > 1:
             # Runs of a self pair overlap: keep every other occurrence of each chain, left to right.
+            cand = np.sort(cand)
             linked = np.r_[False, self.nxt[cand[:-1]] == cand[1:]]
             chain_start = np.flatnonzero(~linked)
             chain_id = np.cumsum(~linked) - 1
@@ -174,33 +198,40 @@ class _State:
 
     # -- merging -------------------------------------------------------------------------------
     def merge(self, key: int, new: int) -> np.ndarray:
-        """Replace the occurrences of pair ``key`` by symbol ``new``; returns their positions."""
+        """Replace the occurrences of pair ``key`` by symbol ``new``; returns their positions.
+
+        With x the symbol left of an occurrence and y the one right of it, the deltas are:
+        -(x, u) at the left neighbours, -(u, v) at P, -(v, y) at Q, +(x, W) and +(W, y').
+        """
         u, v = divmod(key, self.K)
         P = self.positions(key)
         Q = self.nxt[P]
         A = self.prv[P]
         B = self.nxt[Q]
         left = A[A >= 0]
-        old = np.unique(np.concatenate([left, P, Q]))
-        old = old[self.nxt[old] >= 0]
-        old_keys = self.sym[old].astype(np.int64) * self.K + self.sym[self.nxt[old]]
+        # A left neighbour that is the Q of the previous occurrence (u v u v) dies with it.
+        self.mark[Q] = True
+        left = left[~self.mark[left]]
+        self.mark[Q] = False
+        has_b = B >= 0
+        x = self.sym[left]
+        y_old = self.sym[B[has_b]]
+        touched: set[int] = set()
+        self._apply_group(left, x, u, fixed_is_left=False, sign=-1, touched=touched)
+        self._apply_group(Q[has_b], y_old, v, fixed_is_left=True, sign=-1, touched=touched)
+        self._apply_group(P, np.full(len(P), v, dtype=np.int32), u, fixed_is_left=True, sign=-1, touched=touched)
         # Splice: P now holds the merged symbol, Q dies.
         self.sym[P] = new
         self.sym[Q] = -1
         self.nxt[P] = B
-        has_b = B >= 0
         self.prv[B[has_b]] = P[has_b]
         self.nxt[Q] = -1
         self.prv[Q] = -1
-        fresh = np.unique(np.concatenate([left, P]))
-        fresh = fresh[(self.sym[fresh] >= 0) & (self.nxt[fresh] >= 0)]
-        new_keys = self.sym[fresh].astype(np.int64) * self.K + self.sym[self.nxt[fresh]]
         self.lens.append(self.lens[u] + self.lens[v])
         self.exp.append(self.exp[u] + self.exp[v])
-        keys = np.concatenate([old_keys, new_keys])
-        pos = np.concatenate([old, fresh])
-        sign = np.r_[np.full(len(old), -1, dtype=np.int64), np.ones(len(fresh), dtype=np.int64)]
-        for k in self._apply_deltas(keys, pos, sign, sorted_keys=False):
+        self._apply_group(left, x, new, fixed_is_left=False, sign=1, touched=touched)
+        self._apply_group(P[has_b], self.sym[B[has_b]], new, fixed_is_left=True, sign=1, touched=touched)
+        for k in sorted(touched):
             self._push(k)
         return P
 
@@ -227,7 +258,7 @@ def fast_mine(enc: EncodedCorpus, config: MinerConfig, progress: bool | None = F
             tasks = tuple(sorted(set(st.tt[st.positions(key)].tolist())))
             new = n_prim + len(merges)
             P = st.merge(key, new)
-            p0 = int(P[0])
+            p0 = int(P.min())
             ti = int(st.traj_of[p0])
             first = (ti, p0 - int(st.offsets[ti]))
             merges.append(Merge(u, v, new, f, s, tasks, x, first))
