@@ -10,23 +10,23 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, order=True)
-class Match:
-    """One occurrence of a node: primitives ``start .. end - 1`` (end exclusive)."""
+class Match(NamedTuple):
+    """One occurrence of a node: primitives ``start .. end - 1`` (end exclusive).
 
-    end: int
-    start: int
+    A named tuple, because the streaming matcher builds one per completed node on every
+    environment step and tuples are the cheapest records Python has.
+    """
+
     node: str
+    start: int
+    end: int
 
     @property
     def length(self) -> int:
         return self.end - self.start
-
-    def __repr__(self) -> str:
-        return f"Match(node={self.node!r}, start={self.start}, end={self.end})"
 
 
 _MEMO_CAP = 4096  # memoized DFA edges per state
@@ -117,7 +117,7 @@ class StreamingMatcher:
         if not out:
             return []
         end = self.position
-        return [Match(end, end - length, node) for node, length in out]
+        return [Match(node, end - length, end) for node, length in out]
 
 
 def find_matches(patterns: Iterable[tuple[str, Sequence[str]]], tokens: Sequence[str]) -> list[Match]:
@@ -142,5 +142,5 @@ def naive_find_matches(patterns: Iterable[tuple[str, Sequence[str]]], tokens: Se
         n = len(exp)
         for s in range(len(toks) - n + 1) if n else ():
             if toks[s : s + n] == list(exp):
-                out.append(Match(s + n, s, node))
+                out.append(Match(node, s, s + n))
     return sorted(out, key=lambda m: (m.end, m.length, m.node))

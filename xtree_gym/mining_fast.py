@@ -37,13 +37,14 @@ class _State:
         lengths = np.diff(enc.offsets)
         self.offsets = enc.offsets
         self.traj_of = np.repeat(np.arange(len(lengths), dtype=np.int32), lengths)  # (n,)
-        self.ok = enc.success[self.traj_of].astype(np.int64)  # (n,) 1 if the trajectory succeeded
-        self.tt = enc.task[self.traj_of].astype(np.int64)  # (n,) task-type id
+        self.ok = enc.success[self.traj_of].astype(np.int8)  # (n,) 1 if the trajectory succeeded
+        self.tt = enc.task[self.traj_of].astype(np.int32)  # (n,) task-type id
         self.n_tasks = max(1, len(enc.task_names))
         self.need_tt = config.min_task_types > 1
         self.sym = enc.flat.astype(np.int32, copy=True)  # (n,) symbol at a live position, -1 dead
-        self.nxt = np.arange(1, n + 1, dtype=np.int64)  # (n,) next live position, -1 at the end
-        self.prv = np.arange(-1, n - 1, dtype=np.int64)  # (n,) previous live position, -1 at start
+        idx = np.int32 if n < 2**31 - 1 else np.int64
+        self.nxt = np.arange(1, n + 1, dtype=idx)  # (n,) next live position, -1 at the end
+        self.prv = np.arange(-1, n - 1, dtype=idx)  # (n,) previous live position, -1 at start
         nonempty = lengths > 0
         self.nxt[enc.offsets[1:][nonempty] - 1] = -1
         self.prv[enc.offsets[:-1][nonempty]] = -1
@@ -63,20 +64,20 @@ class _State:
     def _count_all(self) -> None:
         pos = np.flatnonzero(self.nxt >= 0)
         keys = self.sym[pos].astype(np.int64) * self.K + self.sym[self.nxt[pos]]
-        order = np.argsort(keys, kind="stable")
+        order = _argsort_small_keys(keys, self.K * self.K)
         keys, pos = keys[order], pos[order]
         if len(keys) == 0:
             return
         starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
         bounds = np.r_[starts, len(keys)].tolist()
         f = np.diff(bounds).tolist()
-        s = np.add.reduceat(self.ok[pos], starts).tolist() if len(pos) else []
+        s = np.add.reduceat(self.ok[pos].astype(np.int64), starts).tolist()
         for i, key in enumerate(keys[starts].tolist()):
             self.f[key] = f[i]
             self.s[key] = s[i]
             self.pos[key] = [pos[bounds[i] : bounds[i + 1]]]
         if self.need_tt and len(pos):
-            combo = keys * self.n_tasks + self.tt[pos]
+            combo = keys * self.n_tasks + self.tt[pos].astype(np.int64)
             uniq, counts = np.unique(combo, return_counts=True)
             for c, n in zip(uniq.tolist(), counts.tolist()):
                 key, task = divmod(c, self.n_tasks)
@@ -234,6 +235,21 @@ class _State:
         for k in sorted(touched):
             self._push(k)
         return P
+
+
+def _argsort_small_keys(keys: np.ndarray, key_bound: int) -> np.ndarray:
+    """A stable argsort of non-negative ``keys < key_bound``, in O(n) when that is cheap.
+
+    Keys are first renumbered densely through a lookup table; when fewer than 2**16 distinct
+    keys exist the dense ids fit ``uint16``, which numpy sorts with a stable radix sort.
+    """
+    if key_bound > 50_000_000 or len(keys) == 0:
+        return np.argsort(keys, kind="stable")
+    present = np.bincount(keys, minlength=key_bound) > 0
+    lut = np.cumsum(present) - 1  # key -> dense rank (keys' order kept)
+    n_distinct = int(present.sum())
+    dense = lut[keys].astype(np.uint16 if n_distinct < 2**16 else np.int32)
+    return np.argsort(dense, kind="stable")
 
 
 def fast_mine(enc: EncodedCorpus, config: MinerConfig, progress: bool | None = False) -> list[Merge]:
