@@ -1,0 +1,96 @@
+"""``xtree report`` (one self-contained HTML file), ``xtree plot`` (PNG figures), ``xtree cards`` (skill bank)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+
+
+def register_cli(sub: Any, collect_sub: Any) -> None:
+    p = sub.add_parser("report", help="write a self-contained HTML report of a tree (and its corpus)")
+    _common(p)
+    p.add_argument("--title", default=None, help="page title (default: the tree file name)")
+    p.add_argument("-o", "--output", required=True, help="HTML file to write")
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("plot", help="write the report's figures as PNG files (needs matplotlib)")
+    _common(p)
+    p.add_argument("-o", "--output", required=True, help="folder to write the PNG files into")
+    p.set_defaults(func=cmd_plot)
+
+    p = sub.add_parser("cards", help="render skill cards and write the skill bank (JSON) for OPSD / advice")
+    _common(p)
+    p.add_argument("--task", default=None, help="also print the cards retrieved for this task text")
+    p.add_argument("-o", "--output", required=True, help="skill-bank JSON file to write")
+    p.set_defaults(func=cmd_cards)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("tree", help="tree file (ours or the authors' released format)")
+    p.add_argument("--corpus", nargs="*", default=[], help="corpus JSONL file(s) the tree describes")
+    p.add_argument("--domain", default=None, help="canonicalizer for steps without a 'token'; card style")
+    p.add_argument("--skip-bad", action="store_true", help="skip and count malformed corpus lines")
+    p.add_argument("--trajectories", type=int, default=4, help="trajectories to draw (default 4)")
+
+
+def _load(args: argparse.Namespace) -> tuple[Any, Any]:
+    from ..corpus import read_corpus
+    from ..tree import XTree
+    from .stats import CorpusUsage
+
+    if args.trajectories < 0:
+        raise ConfigError(
+            f"--trajectories is {args.trajectories}, expected >= 0", fix="pass --trajectories 4"
+        )
+    tree = XTree.load(args.tree)
+    usage = None
+    if args.corpus:
+        corpus = read_corpus(args.corpus, skip_bad=args.skip_bad)
+        for bad in corpus.skipped:
+            print(f"skipped {bad}", file=sys.stderr)
+        usage = CorpusUsage.build(tree, corpus, domain=args.domain, progress=True)
+    return tree, usage
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .._io import atomic_write_text
+    from .gaps import find_gaps
+    from .report import build_report
+
+    tree, usage = _load(args)
+    gaps = find_gaps(tree, usage) if usage is not None else None
+    html = build_report(
+        tree,
+        usage,
+        gaps=gaps,
+        title=args.title or f"X-Tree report: {Path(args.tree).name}",
+        max_trajectories=args.trajectories,
+    )
+    atomic_write_text(args.output, html)
+    print(f"wrote {args.output} ({len(html):,} bytes, {len(tree.nodes)} nodes)")
+    return 0
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from .figures import write_figures
+
+    tree, usage = _load(args)
+    for path in write_figures(tree, args.output, usage, max_trajectories=args.trajectories):
+        print(f"wrote {path}")
+    return 0
+
+
+def cmd_cards(args: argparse.Namespace) -> int:
+    from .retrieval import build_skill_bank
+
+    tree, usage = _load(args)
+    bank = build_skill_bank(tree, usage, args.domain)
+    bank.save(args.output)
+    print(f"wrote {args.output} ({len(bank.cards)} cards: {', '.join(bank.cards)})")
+    if args.task:
+        print(bank.context(args.task))
+    return 0
