@@ -39,7 +39,13 @@ class CanonicalAction:
 
     def to_info(self) -> dict[str, Any]:
         """The dict environments put in ``info["xtree"]`` for the action just taken."""
-        return {"token": self.token, "verb": self.verb, "role": self.role, "slots": dict(self.slots), "raw": self.raw}
+        return {
+            "token": self.token,
+            "verb": self.verb,
+            "role": self.role,
+            "slots": dict(self.slots),
+            "raw": self.raw,
+        }
 
 
 def catch_all(action: str) -> CanonicalAction:
@@ -102,7 +108,7 @@ class Canonicalizer:
     def __call__(self, action: str, context: Mapping[str, Any] | None = None) -> CanonicalAction:
         try:
             return self.canonicalize(action, context)
-        except Exception as exc:  # noqa: BLE001 - completeness: a rule bug must not drop an action
+        except Exception as exc:
             ca = catch_all(action)
             return CanonicalAction(ca.verb, ca.role, {**ca.slots, "canon_error": repr(exc)}, action)
 
