@@ -1,0 +1,360 @@
+"""Reward-shaping wrappers: the X-Tree node bonus (Eq. 3) and the invalid-action penalty (Table 7).
+
+Follow one action: ``env.step(action)`` -> the env's ``info["xtree"]["token"]`` (or this
+wrapper's canonicalizer) -> :meth:`StreamingMatcher.feed` -> nodes completed at this step ->
+:class:`~xtree_gym.rewards.EpisodeBonus` (once per node, nesting rule) -> ``b_v`` ->
+``reward + weight · bonus``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Hashable, Mapping
+from typing import TYPE_CHECKING, Any, SupportsFloat
+
+import gymnasium as gym
+
+from ..errors import ConfigError, EnvConfigError
+from ..rewards import (
+    INVALID_PENALTY,
+    LAMBDA0,
+    MATCHING,
+    W_REF,
+    BonusContext,
+    BonusDesign,
+    EpisodeBonus,
+    RunningWinRate,
+    default_nesting,
+    lambda_g,
+    resolve_bonus,
+    sequence_bonus,
+)
+
+if TYPE_CHECKING:
+    from ..tree import XTree
+
+_BREAK = "\x00invalid"  # a token no node contains: feeding it breaks every partial match
+
+
+def is_invalid(info: Mapping[str, Any]) -> bool:
+    """Whether the env rejected the action.
+
+    Envs say so in one of three places: ``info["invalid_action"]`` (BrowserGym, Countdown),
+    ``info["invalid"]`` (WebShop) or ``info["xtree"]["invalid"]``.
+
+    Example:
+        >>> is_invalid({"xtree": {"invalid": True}}), is_invalid({"invalid_action": False}), is_invalid({})
+        (True, False, False)
+    """
+    if info.get("invalid_action") or info.get("invalid"):
+        return True
+    x = info.get("xtree")
+    return bool(x.get("invalid")) if isinstance(x, Mapping) else False
+
+
+_SW_INVALID = "No known action matches that input."  # ScienceWorld's answer to an unparsable action
+
+
+def invalid_step(obs: Any, info: Mapping[str, Any]) -> bool:
+    """The default invalid-action test of both wrappers: :func:`is_invalid`, or ScienceWorld's refusal.
+
+    ScienceWorld flags nothing in ``info``; it answers ``"No known action matches that input."``.
+
+    Example:
+        >>> invalid_step("No known action matches that input.", {}), invalid_step("The door is now open.", {})
+        (True, False)
+    """
+    return is_invalid(info) or (isinstance(obs, str) and obs.startswith(_SW_INVALID))
+
+
+def _default_won(reward: float, info: Mapping[str, Any]) -> bool:
+    for key in ("won", "success"):
+        if key in info:
+            return bool(info[key])
+    return reward >= 1.0
+
+
+def _default_task(info: Mapping[str, Any]) -> Hashable:
+    """The reset info's task: ``task`` (ScienceWorld ...), else the goal's ``index`` (WebShop)."""
+    if "task" in info:
+        return str(info["task"])
+    goal = info.get("goal")
+    if isinstance(goal, Mapping) and "index" in goal:
+        return f"goal-{goal['index']}"
+    return ""
+
+
+def _goal_options(info: Mapping[str, Any]) -> frozenset[str] | None:
+    """Option types the goal names: ``info["goal_options"]`` or ``info["goal"]["goal_options"]`` (WebShop)."""
+    opts = info.get("goal_options")
+    goal = info.get("goal")
+    if opts is None and isinstance(goal, Mapping):
+        opts = goal.get("goal_options")
+    return frozenset(opts) if isinstance(opts, (list, tuple, set, frozenset, Mapping)) else None
+
+
+def _load_tree(tree: XTree | str | os.PathLike[str]) -> XTree:
+    if isinstance(tree, (str, os.PathLike)):
+        from ..tree import XTree
+
+        return XTree.load(tree)
+    return tree
+
+
+def _resolve_canon(canonicalizer: str | Callable[[str], Any] | None) -> Callable[[str], Any] | None:
+    if canonicalizer is None or callable(canonicalizer):
+        return canonicalizer
+    from ..canon import get_canonicalizer
+
+    return get_canonicalizer(canonicalizer)
+
+
+class XTreeBonus(gym.Wrapper):
+    """Grant each node's bonus ``b_v`` the first time the episode completes it (Eq. 3 of X-Tree).
+
+    The env must report the canonical token of each action in ``info["xtree"]["token"]`` (every
+    XTree-* env does), or ``canonicalizer`` (a domain name or ``action -> CanonicalAction | str``)
+    is applied to the raw action. Each step adds to ``info["xtree"]``: ``completed`` (node ids
+    whose expansion ends here, shortest span first), ``bonus`` (earned at this step), ``episode_bonus``
+    (Σ so far), ``matched`` (node ids rewarded this episode, first-completion order) and ``weight``.
+
+    ``weight`` says how the bonus enters the reward:
+
+    * ``"record"`` (default): the reward is untouched; combine ``episode_bonus`` per group with
+      :func:`~xtree_gym.rewards.group_rewards` for Eq. 3 exactly.
+    * a float: ``reward + weight · bonus`` (a fixed λ).
+    * ``"running"``: ``λ = λ0 · clip(1 − ŵ/w_ref, 0, 1)`` with ŵ the task's win rate over its last
+      ``window`` episodes (:class:`~xtree_gym.rewards.RunningWinRate`), an approximation of
+      the group win rate for libraries that step one env at a time.
+
+    ``bonus`` is a b_v design (``"depth"``, ``"webshop"`` or a callable); the WebShop design reads the
+    goal's option types from the reset info (``goal_options`` or ``goal["goal_options"]``). With
+    ``count_invalid=False`` an action ``invalid_fn(obs, info)`` rejects breaks every partial match;
+    ``matching="tiling"`` pays the episode's top-level tiling at its last step instead of streaming.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> from xtree_gym.wrappers.reward import XTreeBonus
+        >>> class Echo(gym.Env):  # reports each action as its token
+        ...     observation_space = action_space = gym.spaces.Text(32)
+        ...     def reset(self, *, seed=None, options=None):
+        ...         return "", {}
+        ...     def step(self, action):
+        ...         return "", 0.0, False, False, {"xtree": {"token": action}}
+        >>> from xtree_gym import MinerConfig, Step, Trajectory, mine
+        >>> trajs = [Trajectory(str(i), [Step(t, token=t) for t in "abcab"], True) for i in range(6)]
+        >>> tree = mine(trajs, MinerConfig(min_freq=3, eta=0.5, cap=5))  # S0 = a b, S1 = S0 c, S2 = S1 S0
+        >>> env = XTreeBonus(Echo(), tree, weight=0.5)  # depth design, nesting rule on
+        >>> _ = env.reset()
+        >>> [env.step(a)[1] for a in "abcab"]  # 0.5 · (1.5, 2 − 1.5, 2.5 − 2): the family is worth 2.5
+        [0.0, 0.75, 0.25, 0.0, 0.25]
+        >>> env.step("b")[4]["xtree"]["matched"]
+        ('S0', 'S1', 'S2')
+    """
+
+    def __init__(
+        self,
+        env: gym.Env,
+        tree: XTree | str | os.PathLike[str],
+        bonus: str | BonusDesign = "depth",
+        weight: str | float = "record",
+        *,
+        nesting: bool | None = None,
+        canonicalizer: str | Callable[[str], Any] | None = None,
+        lambda0: float = LAMBDA0,
+        w_ref: float = W_REF["scienceworld"],
+        window: int = 8,
+        count_invalid: bool = True,
+        invalid_fn: Callable[[Any, Mapping[str, Any]], bool] = invalid_step,
+        matching: str = "stream",
+        task_fn: Callable[[Mapping[str, Any]], Hashable] = _default_task,
+        won_fn: Callable[[float, Mapping[str, Any]], bool] = _default_won,
+    ) -> None:
+        super().__init__(env)
+        self.tree = _load_tree(tree)
+        self.design = resolve_bonus(bonus)
+        self.nesting = default_nesting(self.design) if nesting is None else bool(nesting)
+        if not (
+            weight in ("record", "running")
+            or (isinstance(weight, (int, float)) and not isinstance(weight, bool))
+        ):
+            raise ConfigError(
+                f"weight = {weight!r}", fix="use 'record', 'running' or a number (a fixed λ such as 0.75)"
+            )
+        lambda_g(0.0, lambda0, w_ref)  # validates w_ref
+        if matching not in MATCHING:
+            raise ConfigError(f"matching = {matching!r}", fix=f"use one of {list(MATCHING)}")
+        self.matching = matching
+        self._tokens: list[str] = []  # this episode's tokens (tiling mode only)
+        self.weight_mode = weight
+        self.lambda0, self.w_ref = lambda0, w_ref
+        self.win_rate = RunningWinRate(window)
+        self.count_invalid, self.invalid_fn = count_invalid, invalid_fn
+        self.task_fn, self.won_fn = task_fn, won_fn
+        self._canon = _resolve_canon(canonicalizer)
+        self._nodes = {n.id: n for n in self.tree.nodes}  # node id -> Node
+        self._matcher = self.tree.matcher()
+        self.ledger = EpisodeBonus(nesting=self.nesting)
+        self._t = 0
+        self._task: Hashable = ""
+        self._goal_options: frozenset[str] | None = None
+        self._weight: float | None = (
+            None if isinstance(weight, str) else float(weight)
+        )  # set at reset if running
+        self._matched: tuple[str, ...] = ()
+
+    # -- episode state ------------------------------------------------------------------
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        obs, info = self.env.reset(seed=seed, options=options)
+        self._matcher.reset()
+        self.ledger.reset()
+        self._t = 0
+        self._matched = ()
+        self._tokens = []
+        self._task = self.task_fn(info)
+        self._goal_options = _goal_options(info)
+        if self.weight_mode == "running":
+            self._weight = self.win_rate.weight(self._task, self.lambda0, self.w_ref)
+        return obs, info
+
+    def _token(self, action: Any, info: dict[str, Any]) -> dict[str, Any]:
+        """The env gave no token: canonicalize the raw action and put it in ``info["xtree"]``."""
+        if self._canon is None:
+            raise EnvConfigError(
+                "the env put no info['xtree']['token'] and XTreeBonus has no canonicalizer",
+                fix="pass canonicalizer='<domain>' (e.g. 'scienceworld') or a callable action -> token",
+            )
+        ca = self._canon(action)
+        x = {"token": ca} if isinstance(ca, str) else ca.to_info()
+        info["xtree"] = x
+        return x
+
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+        # The hot path (benchmarks/bench_bonus.py): one feed, a ledger look-up per completed node,
+        # five info keys.
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        x = info.get("xtree")
+        if x is None or "token" not in x:
+            x = self._token(action, info)
+        self._t += 1
+        token = x["token"]
+        if not self.count_invalid and self.invalid_fn(obs, info):
+            token = _BREAK
+        if self.matching == "tiling":
+            return self._tiling_step(obs, reward, terminated, truncated, info, x, token)
+        completed = self._matcher.feed(token)
+        earned = 0.0
+        if completed:
+            ledger = self.ledger
+            matched = ledger.matched
+            for m in completed:  # shortest span first, as the nesting rule needs
+                if m.node not in matched:
+                    ctx = BonusContext(self._t, self._goal_options, str(self._task))
+                    earned += ledger.grant(m.node, m.start, m.end, self.design(self._nodes[m.node], ctx))
+            if len(matched) != len(self._matched):
+                self._matched = tuple(matched)
+            x["completed"] = [m.node for m in completed]
+        else:
+            x["completed"] = []
+        w = self._weight
+        env_reward = reward
+        if w is not None and earned:
+            reward = float(reward) + w * earned
+        x["bonus"] = earned
+        x["episode_bonus"] = self.ledger.total
+        x["matched"] = self._matched
+        x["weight"] = w
+        if (terminated or truncated) and self.weight_mode == "running":
+            self.win_rate.update(self._task, self.won_fn(float(env_reward), info))  # the verifier's, unshaped
+        return obs, reward, terminated, truncated, info
+
+    def _tiling_step(
+        self,
+        obs: Any,
+        reward: SupportsFloat,
+        terminated: bool,
+        truncated: bool,
+        info: dict[str, Any],
+        x: dict[str, Any],
+        token: str,
+    ) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+        """Tiling mode: the episode's top-level tiling is known only at its end; pay it all then."""
+        self._tokens.append(token)
+        earned, completed = 0.0, []
+        if terminated or truncated:
+            res = sequence_bonus(
+                self.tree, self._tokens, self.design, nesting=self.nesting, goal_options=self._goal_options,
+                task=str(self._task), matching="tiling",
+            )  # fmt: skip
+            self.ledger.matched.update(res.matched)
+            self.ledger.total = earned = res.total
+            completed = list(res.matched)
+            self._matched = tuple(res.matched)
+        return self._finish(obs, reward, terminated, truncated, info, x, completed, earned)
+
+    def _finish(
+        self,
+        obs: Any,
+        reward: SupportsFloat,
+        terminated: bool,
+        truncated: bool,
+        info: dict[str, Any],
+        x: dict[str, Any],
+        completed: list[str],
+        earned: float,
+    ) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+        w = self._weight
+        env_reward = reward
+        if w is not None and earned:
+            reward = float(reward) + w * earned
+        x["completed"] = completed
+        x["bonus"] = earned
+        x["episode_bonus"] = self.ledger.total
+        x["matched"] = self._matched
+        x["weight"] = w
+        if (terminated or truncated) and self.weight_mode == "running":
+            self.win_rate.update(self._task, self.won_fn(float(env_reward), info))  # the verifier's, unshaped
+        return obs, reward, terminated, truncated, info
+
+
+class InvalidActionPenalty(gym.Wrapper):
+    """Subtract ``penalty`` (0.1, Table 7) when the env rejects an action.
+
+    An action is invalid when ``info["invalid_action"]``, ``info["invalid"]`` or
+    ``info["xtree"]["invalid"]`` is true, or ScienceWorld answers that no action matches
+    (:func:`invalid_step`; pass ``invalid_fn(obs, info) -> bool`` for another env).
+    ``info["invalid_penalty"]`` records what was subtracted.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> class Picky(gym.Env):
+        ...     observation_space = action_space = gym.spaces.Text(8)
+        ...     def reset(self, *, seed=None, options=None):
+        ...         return "", {}
+        ...     def step(self, action):
+        ...         return "", 1.0, False, False, {"invalid_action": action == "bad"}
+        >>> env = InvalidActionPenalty(Picky())
+        >>> _ = env.reset()
+        >>> env.step("bad")[1], env.step("ok")[1]
+        (0.9, 1.0)
+    """
+
+    def __init__(
+        self,
+        env: gym.Env,
+        penalty: float = INVALID_PENALTY,
+        invalid_fn: Callable[[Any, Mapping[str, Any]], bool] = invalid_step,
+    ) -> None:
+        super().__init__(env)
+        self.invalid_fn = invalid_fn
+        if not isinstance(penalty, (int, float)) or isinstance(penalty, bool) or penalty < 0:
+            raise ConfigError(f"penalty = {penalty!r}", fix="use a number >= 0 (0.1 in the paper)")
+        self.penalty = float(penalty)
+
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        cut = self.penalty if self.invalid_fn(obs, info) else 0.0
+        info["invalid_penalty"] = cut
+        return obs, float(reward) - cut, terminated, truncated, info
