@@ -7,6 +7,7 @@ Environments (``gym.make("XTree-ScienceWorld-v0")`` ...) register when gymnasium
 from __future__ import annotations
 
 from .canon import CanonicalAction, Canonicalizer, available_domains, canonicalize, get_canonicalizer
+from .canon.corpus import canonicalize_corpus
 from .config import PRESETS, MinerConfig
 from .corpus import BadLine, Corpus, Step, Trajectory, corpus_stats, from_hf_dataset, read_corpus, write_corpus
 from .envs import register_envs
@@ -20,15 +21,66 @@ from .errors import (
     XTreeError,
 )
 from .matching import Match, StreamingMatcher, find_matches
+from .instances import NodeInstance, make_instances, node_instances, random_tree
+from .mdl import MDLConfig, SkillDictionary, extract_dictionary, round_length_rewards, segcost_rewards
 from .mining import EncodedCorpus, Merge, mine, reference_mine
+from .rewards import (
+    BONUS_DESIGNS,
+    DepthBonus,
+    RunningWinRate,
+    WebShopBonus,
+    group_rewards,
+    lambda_g,
+    node_completion_reward,
+    sequence_bonus,
+)
 from .tree import Node, Segment, XTree
 
 __version__ = "0.1.0"
 
 register_envs()
 
+# Names that need gymnasium are imported on first use, so the core still needs numpy only.
+_LAZY = {
+    "XTreeBonus": "xtree_gym.wrappers.reward",
+    "InvalidActionPenalty": "xtree_gym.wrappers.reward",
+    "SegCost": "xtree_gym.wrappers.mdl",
+    "NodeReplayEnv": "xtree_gym.envs.node_replay",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'xtree_gym' has no attribute {name!r}")
+
+
 __all__ = [
+    "BONUS_DESIGNS",
     "PRESETS",
+    "DepthBonus",
+    "InvalidActionPenalty",
+    "MDLConfig",
+    "NodeInstance",
+    "NodeReplayEnv",
+    "RunningWinRate",
+    "SegCost",
+    "SkillDictionary",
+    "WebShopBonus",
+    "XTreeBonus",
+    "canonicalize_corpus",
+    "extract_dictionary",
+    "group_rewards",
+    "lambda_g",
+    "make_instances",
+    "node_completion_reward",
+    "node_instances",
+    "random_tree",
+    "round_length_rewards",
+    "segcost_rewards",
+    "sequence_bonus",
     "BadLine",
     "CanonicalAction",
     "CanonicalizationError",

@@ -237,7 +237,7 @@ def random_tree(
     twice. Merging, counting and the node records are the miner's (:meth:`XTree.from_merges`).
     """
     from .config import MinerConfig
-    from .mining import EncodedCorpus, _canonical_order  # the miner's order: line order does not matter
+    from .mining import EncodedCorpus, canonical_order  # the miner's order: line order does not matter
     from .tree import XTree
 
     cfg = MinerConfig.preset(config) if isinstance(config, str) else config
@@ -245,7 +245,7 @@ def random_tree(
         raise ConfigError(f"n_merges = {n_merges!r}", fix="use an integer >= 0, e.g. len(tree)")
     if len(trajectories) == 0:
         raise CorpusError("the corpus is empty: nothing to merge", fix="check the corpus file(s)")
-    ordered = sorted(trajectories, key=_canonical_order)
+    ordered = sorted(trajectories, key=canonical_order)
     enc = EncodedCorpus.from_tokens(
         _tokens(ordered, domain), [t.success for t in ordered], [t.task for t in ordered]
     )
@@ -259,7 +259,7 @@ def _random_merges(
     enc: Any, n_merges: int, cfg: MinerConfig, rng: np.random.Generator, progress: bool | None = False
 ) -> list[Any]:
     """The reference miner's loop with the best-X-Score choice replaced by a uniform draw."""
-    from .mining import Merge, _merged_starts, _positions_by_pair, is_candidate, merge_pair, x_score
+    from .mining import Merge, merged_starts, positions_by_pair, is_candidate, merge_pair, x_score
     from .progress import Progress
 
     bar = Progress(total=n_merges, desc="random tree", enabled=progress)
@@ -272,7 +272,7 @@ def _random_merges(
         stats: dict[tuple[int, int], list[Any]] = {}  # pair -> [f, successes, task set, first (traj, start)]
         for ti, seq in enumerate(seqs):
             ok, task = bool(enc.success[ti]), int(enc.task[ti])
-            for pair, pos in _positions_by_pair(seq).items():
+            for pair, pos in positions_by_pair(seq).items():
                 st = stats.setdefault(pair, [0, 0, set(), (ti, starts[ti][pos[0]])])
                 st[0] += len(pos)
                 st[1] += len(pos) if ok else 0
@@ -295,7 +295,7 @@ def _random_merges(
         for ti, seq in enumerate(seqs):
             merged = merge_pair(seq, (u, v), new)
             if len(merged) != len(seq):
-                starts[ti] = _merged_starts(seq, starts[ti], (u, v))
+                starts[ti] = merged_starts(seq, starts[ti], (u, v))
                 seqs[ti] = merged
         bar.update()
     bar.close()

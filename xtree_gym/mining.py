@@ -230,7 +230,7 @@ def reference_mine(enc: EncodedCorpus, config: MinerConfig) -> list[Merge]:
         for ti, seq in enumerate(seqs):
             ok = bool(enc.success[ti])
             task = int(enc.task[ti])
-            for pair, pos_list in _positions_by_pair(seq).items():
+            for pair, pos_list in positions_by_pair(seq).items():
                 st = stats.setdefault(pair, [0, 0, set(), (ti, starts[ti][pos_list[0]])])
                 st[0] += len(pos_list)
                 st[1] += len(pos_list) if ok else 0
@@ -254,12 +254,12 @@ def reference_mine(enc: EncodedCorpus, config: MinerConfig) -> list[Merge]:
         for ti, seq in enumerate(seqs):
             merged = merge_pair(seq, (u, v), new)
             if len(merged) != len(seq):
-                starts[ti] = _merged_starts(seq, starts[ti], (u, v))
+                starts[ti] = merged_starts(seq, starts[ti], (u, v))
                 seqs[ti] = merged
     return merges
 
 
-def _positions_by_pair(seq: Sequence[int]) -> dict[tuple[int, int], list[int]]:
+def positions_by_pair(seq: Sequence[int]) -> dict[tuple[int, int], list[int]]:
     """Non-overlapping occurrence positions of every pair of ``seq`` (like :func:`pair_counts`)."""
     out: dict[tuple[int, int], list[int]] = {}
     for i in range(len(seq) - 1):
@@ -271,7 +271,7 @@ def _positions_by_pair(seq: Sequence[int]) -> dict[tuple[int, int], list[int]]:
     return out
 
 
-def _merged_starts(seq: Sequence[int], starts: list[int], pair: tuple[int, int]) -> list[int]:
+def merged_starts(seq: Sequence[int], starts: list[int], pair: tuple[int, int]) -> list[int]:
     """The primitive start index of each symbol after :func:`merge_pair`."""
     out = []
     i = 0
@@ -327,7 +327,7 @@ def mine(
     cfg = MinerConfig.preset(config) if isinstance(config, str) else config
     if len(trajectories) == 0:
         raise CorpusError("the corpus is empty: nothing to mine", fix="check the corpus file(s)")
-    ordered = sorted(trajectories, key=_canonical_order)
+    ordered = sorted(trajectories, key=canonical_order)
     tokens = trajectory_tokens(ordered, domain)
     enc = EncodedCorpus.from_tokens(tokens, [t.success for t in ordered], [t.task for t in ordered])
     if engine == "fast":
@@ -341,7 +341,7 @@ def mine(
     return XTree.from_merges(merges, enc, cfg, ordered, name=name)
 
 
-def _canonical_order(t: Trajectory) -> tuple[str, str]:
+def canonical_order(t: Trajectory) -> tuple[str, str]:
     import json
 
     return (t.id, json.dumps(t.to_dict(), sort_keys=True, ensure_ascii=False))

@@ -1,0 +1,28 @@
+"""Gymnasium wrappers, grouped by kind.
+
+* :mod:`xtree_gym.wrappers.reward` -- reward shaping from an X-Tree: :class:`XTreeBonus` (Eq. 3 skill bonus),
+  :class:`InvalidActionPenalty`.
+* :mod:`xtree_gym.wrappers.mdl` -- ReuseRL's segmentation-cost penalty: :class:`SegCost`.
+
+Imports are lazy so ``import xtree_gym.wrappers`` does not need gymnasium.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_LAZY = {
+    "XTreeBonus": "xtree_gym.wrappers.reward",
+    "InvalidActionPenalty": "xtree_gym.wrappers.reward",
+    "SegCost": "xtree_gym.wrappers.mdl",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'xtree_gym.wrappers' has no attribute {name!r}")
