@@ -46,7 +46,9 @@ def make_corpus(n: int, seed: int = 0) -> tuple[list[list[str]], list[bool], lis
     traj_len = chunk_len.sum(axis=1)
     flat_chunks = ids.ravel()
     rep = np.repeat(starts[flat_chunks], lens[flat_chunks])
-    within = np.arange(len(rep)) - np.repeat(np.cumsum(lens[flat_chunks]) - lens[flat_chunks], lens[flat_chunks])
+    within = np.arange(len(rep)) - np.repeat(
+        np.cumsum(lens[flat_chunks]) - lens[flat_chunks], lens[flat_chunks]
+    )
     flat = table[rep + within]
     vocab = [f"verb{i // 6}<role{i % 6}>" for i in range(N_PRIMITIVES)]
     offsets = np.r_[0, np.cumsum(traj_len)]
@@ -110,7 +112,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     ap.add_argument("--merges", type=int, default=256)
-    ap.add_argument("--reference-max", type=int, default=10_000, help="largest size the reference miner runs on")
+    ap.add_argument(
+        "--reference-max", type=int, default=10_000, help="largest size the reference miner runs on"
+    )
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()

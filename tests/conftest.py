@@ -27,10 +27,13 @@ def _load_fixture_modules() -> None:
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         for name, value in vars(module).items():
-            if not name.startswith("_") and hasattr(value, "_fixture_function_marker") or hasattr(value, "_pytestfixturefunction"):
+            if not name.startswith("_") and _is_fixture(value):
                 globals()[name] = value
-            elif not name.startswith("_") and type(value).__name__ == "FixtureFunctionDefinition":
-                globals()[name] = value
+
+
+def _is_fixture(value: object) -> bool:
+    # pytest >= 8.4 wraps fixtures in FixtureFunctionDefinition; older ones mark the function.
+    return type(value).__name__ == "FixtureFunctionDefinition" or hasattr(value, "_pytestfixturefunction")
 
 
 _load_fixture_modules()

@@ -20,7 +20,15 @@ RECORD = {
     "goal": "boil water",
     "success": True,
     "reward": 1.0,
-    "steps": [{"action": "open door", "observation": "ok", "token": "open<door>", "slots": {"X": "door"}, "extra_step": 1}],
+    "steps": [
+        {
+            "action": "open door",
+            "observation": "ok",
+            "token": "open<door>",
+            "slots": {"X": "door"},
+            "extra_step": 1,
+        }
+    ],
     "custom": {"keep": [1, 2]},
 }
 
@@ -57,7 +65,9 @@ def test_malformed_line_names_file_and_line(tmp_path: Path, line: str, problem: 
 
 
 def test_hf_dataset_loader() -> None:
-    datasets = pytest.importorskip("datasets", reason="the HF datasets bridge is tested when `datasets` is installed")
+    datasets = pytest.importorskip(
+        "datasets", reason="the HF datasets bridge is tested when `datasets` is installed"
+    )
     ds = datasets.Dataset.from_list([{k: v for k, v in RECORD.items() if k != "custom"}])
     corpus = from_hf_dataset(ds)
     assert corpus[0].steps[0].token == "open<door>"

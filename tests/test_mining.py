@@ -22,7 +22,9 @@ from xtree_gym.mining import (
 from xtree_gym.mining_fast import fast_mine
 
 
-def traj(tokens: str | list[str], success: bool = True, task: str = "t", tid: str | None = None) -> Trajectory:
+def traj(
+    tokens: str | list[str], success: bool = True, task: str = "t", tid: str | None = None
+) -> Trajectory:
     toks = list(tokens)
     return Trajectory(tid or "".join(toks), [Step(f"raw {t}", token=t) for t in toks], success, task=task)
 
@@ -79,7 +81,9 @@ def test_config_validation_and_presets() -> None:
 
 def test_success_term_prefers_reliable_pair() -> None:
     # (a, b) occurs 6 times, all in failures; (c, d) 5 times, all in successes.
-    corpus = [traj("ab", False, tid=f"f{i}") for i in range(6)] + [traj("cd", True, tid=f"s{i}") for i in range(5)]
+    corpus = [traj("ab", False, tid=f"f{i}") for i in range(6)] + [
+        traj("cd", True, tid=f"s{i}") for i in range(5)
+    ]
     tree = mine(corpus, MinerConfig(min_freq=2, eta=0.5, cap=1))
     assert tree.nodes[0].expansion == ("c", "d")
     assert tree.nodes[0].success == 1.0
@@ -98,7 +102,7 @@ def test_tie_breaks_on_expansion_then_left_length() -> None:
 def test_min_task_types_counts_distinct_types() -> None:
     one_type = [traj("ab", task="boil", tid=str(i)) for i in range(5)]
     assert len(mine(one_type, MinerConfig(min_freq=2, min_task_types=2))) == 0
-    two_types = one_type + [traj("ab", task="freeze", tid="x")]
+    two_types = [*one_type, traj("ab", task="freeze", tid="x")]
     tree = mine(two_types, MinerConfig(min_freq=2, min_task_types=2))
     assert tree.nodes[0].task_types == ["boil", "freeze"]
 
@@ -130,7 +134,9 @@ def test_errors_on_empty_corpus_and_missing_tokens() -> None:
 
 def test_line_order_does_not_change_the_file(tmp_path) -> None:
     rng = random.Random(0)
-    corpus = [traj([rng.choice("abcd") for _ in range(12)], rng.random() < 0.7, tid=str(i)) for i in range(60)]
+    corpus = [
+        traj([rng.choice("abcd") for _ in range(12)], rng.random() < 0.7, tid=str(i)) for i in range(60)
+    ]
     shuffled = corpus[:]
     rng.shuffle(shuffled)
     cfg = MinerConfig(min_freq=3, eta=0.3, cap=20)
@@ -175,7 +181,9 @@ def _random_corpus(rng: random.Random) -> tuple[list[list[str]], list[bool], lis
     min_succ=st.sampled_from([0.0, 0.5, 0.9]),
     min_task_types=st.integers(1, 2),
 )
-def test_fast_miner_equals_reference(seed, p_len, p_succ, eta, cap, max_len, min_freq, min_succ, min_task_types):
+def test_fast_miner_equals_reference(
+    seed, p_len, p_succ, eta, cap, max_len, min_freq, min_succ, min_task_types
+):
     seqs, success, tasks = _random_corpus(random.Random(seed))
     cfg = MinerConfig(
         p_len=p_len,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 
@@ -41,7 +42,9 @@ def test_save_load_roundtrip_is_byte_identical(small_tree: XTree, tmp_path) -> N
     assert data["corpus"]["successful_only"] is False
 
 
-@pytest.mark.parametrize("name,n_nodes", [("webarena", 256), ("scienceworld", 80), ("webshop", 48), ("miniwob", 90)])
+@pytest.mark.parametrize(
+    "name,n_nodes", [("webarena", 256), ("scienceworld", 80), ("webshop", 48), ("miniwob", 90)]
+)
 def test_load_released_trees(shared_dir, name: str, n_nodes: int) -> None:
     tree = XTree.load(shared_dir / "reference/xtree-site/trees" / f"{name}.json")
     assert len(tree) == n_nodes
@@ -57,7 +60,22 @@ def test_bad_tree_files(tmp_path) -> None:
     p.write_text("{not json")
     with pytest.raises(TreeFormatError, match=r"t\.json:1"):
         XTree.load(p)
-    p.write_text(json.dumps({"nodes": [{"id": "S0", "children": ["a", "b"], "depth": 1, "length": 2, "expansion": ["a", "c"], "count": 3}]}))
+    p.write_text(
+        json.dumps(
+            {
+                "nodes": [
+                    {
+                        "id": "S0",
+                        "children": ["a", "b"],
+                        "depth": 1,
+                        "length": 2,
+                        "expansion": ["a", "c"],
+                        "count": 3,
+                    }
+                ]
+            }
+        )
+    )
     with pytest.raises(TreeFormatError, match="S0: expansion does not match"):
         XTree.load(p)
     with pytest.raises(TreeFormatError, match="does not exist"):
@@ -70,11 +88,13 @@ def test_tiling_leaves_unknown_tokens_as_primitives(small_tree: XTree) -> None:
     assert len(unknown) == 1 and not unknown[0].is_node and unknown[0].start == 3
     assert segs[0].is_node and segs[0].symbol in small_tree
     assert segs[0].start == 0 and segs[-1].end == 7
-    assert all(a.end == b.start for a, b in zip(segs, segs[1:]))
+    assert all(a.end == b.start for a, b in itertools.pairwise(segs))
 
 
 patterns_st = st.lists(
-    st.tuples(st.sampled_from(["S0", "S1", "S2", "S3"]), st.lists(st.sampled_from("abc"), min_size=1, max_size=4)),
+    st.tuples(
+        st.sampled_from(["S0", "S1", "S2", "S3"]), st.lists(st.sampled_from("abc"), min_size=1, max_size=4)
+    ),
     min_size=1,
     max_size=6,
 )

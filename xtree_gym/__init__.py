@@ -9,7 +9,16 @@ from __future__ import annotations
 from .canon import CanonicalAction, Canonicalizer, available_domains, canonicalize, get_canonicalizer
 from .canon.corpus import canonicalize_corpus
 from .config import PRESETS, MinerConfig
-from .corpus import BadLine, Corpus, Step, Trajectory, corpus_stats, from_hf_dataset, read_corpus, write_corpus
+from .corpus import (
+    BadLine,
+    Corpus,
+    Step,
+    Trajectory,
+    corpus_stats,
+    from_hf_dataset,
+    read_corpus,
+    write_corpus,
+)
 from .envs import register_envs
 from .errors import (
     CanonicalizationError,
@@ -20,8 +29,8 @@ from .errors import (
     TreeFormatError,
     XTreeError,
 )
-from .matching import Match, StreamingMatcher, find_matches
 from .instances import NodeInstance, make_instances, node_instances, random_tree
+from .matching import Match, StreamingMatcher, find_matches
 from .mdl import MDLConfig, SkillDictionary, extract_dictionary, round_length_rewards, segcost_rewards
 from .mining import EncodedCorpus, Merge, mine, reference_mine
 from .rewards import (
@@ -60,27 +69,6 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "BONUS_DESIGNS",
     "PRESETS",
-    "DepthBonus",
-    "InvalidActionPenalty",
-    "MDLConfig",
-    "NodeInstance",
-    "NodeReplayEnv",
-    "RunningWinRate",
-    "SegCost",
-    "SkillDictionary",
-    "WebShopBonus",
-    "XTreeBonus",
-    "canonicalize_corpus",
-    "extract_dictionary",
-    "group_rewards",
-    "lambda_g",
-    "make_instances",
-    "node_completion_reward",
-    "node_instances",
-    "random_tree",
-    "round_length_rewards",
-    "segcost_rewards",
-    "sequence_bonus",
     "BadLine",
     "CanonicalAction",
     "CanonicalizationError",
@@ -89,28 +77,49 @@ __all__ = [
     "Corpus",
     "CorpusError",
     "DependencyError",
+    "DepthBonus",
     "EncodedCorpus",
     "EnvConfigError",
+    "InvalidActionPenalty",
+    "MDLConfig",
     "Match",
     "Merge",
     "MinerConfig",
     "Node",
+    "NodeInstance",
+    "NodeReplayEnv",
+    "RunningWinRate",
+    "SegCost",
     "Segment",
+    "SkillDictionary",
     "Step",
     "StreamingMatcher",
     "Trajectory",
     "TreeFormatError",
+    "WebShopBonus",
     "XTree",
+    "XTreeBonus",
     "XTreeError",
     "available_domains",
     "canonicalize",
+    "canonicalize_corpus",
     "corpus_stats",
+    "extract_dictionary",
     "find_matches",
     "from_hf_dataset",
     "get_canonicalizer",
+    "group_rewards",
+    "lambda_g",
+    "make_instances",
     "mine",
+    "node_completion_reward",
+    "node_instances",
+    "random_tree",
     "read_corpus",
     "reference_mine",
     "register_envs",
+    "round_length_rewards",
+    "segcost_rewards",
+    "sequence_bonus",
     "write_corpus",
 ]

@@ -31,9 +31,11 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[st
     try:
         with os.fdopen(fd, "wb") as raw:
             if target.suffix == ".gz":
-                with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as gz:
-                    with io.TextIOWrapper(gz, encoding="utf-8", newline="\n") as text:
-                        yield text
+                with (
+                    gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as gz,
+                    io.TextIOWrapper(gz, encoding="utf-8", newline="\n") as text,
+                ):
+                    yield text
             else:
                 with io.TextIOWrapper(raw, encoding="utf-8", newline="\n") as text:
                     yield text

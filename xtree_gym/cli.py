@@ -35,7 +35,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     collect = sub.add_parser("collect", help="build a corpus by running an environment")
     collect_sub = collect.add_subparsers(dest="env", metavar="ENV")
-    collect.set_defaults(func=lambda a: collect.print_help() or 2)
+
+    def _collect_help(_: argparse.Namespace) -> int:
+        collect.print_help()
+        return 2
+
+    collect.set_defaults(func=_collect_help)
     for name in _PLUGIN_MODULES:
         try:
             module = importlib.import_module(name)

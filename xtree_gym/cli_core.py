@@ -74,13 +74,19 @@ def cmd_mine(args: argparse.Namespace) -> int:
     corpus = _read(args.corpus, args.skip_bad)
     overrides = {f: getattr(args, f) for f, _ in _OVERRIDES.values()}
     cfg = MinerConfig.preset(args.preset, **overrides)
-    tree = mine(corpus.trajectories, cfg, domain=args.domain, progress=None, name=args.name, engine=args.engine)
+    tree = mine(
+        corpus.trajectories, cfg, domain=args.domain, progress=None, name=args.name, engine=args.engine
+    )
     tree.save(args.output)
     s = tree.summary()
-    print(f"mined {s['n_nodes']} nodes from {len(corpus)} trajectories ({s['n_primitives']} primitive tokens)")
+    print(
+        f"mined {s['n_nodes']} nodes from {len(corpus)} trajectories ({s['n_primitives']} primitive tokens)"
+    )
     print("depth histogram: " + ", ".join(f"d{d}: {n}" for d, n in s["depth_histogram"].items()))
     print(f"compression ratio: {s['compression_ratio']:.3f} (primitives per symbol after tiling)")
-    print(f"bound reached: {s['bound']} ({'cap' if s['bound'] == 'cap' else 'no pair passes the compression rule'})")
+    print(
+        f"bound reached: {s['bound']} ({'cap' if s['bound'] == 'cap' else 'no pair passes the compression rule'})"
+    )
     print(f"wrote {args.output}")
     return 0
 

@@ -53,13 +53,21 @@ class MinerConfig:
             ("max_len", isinstance(self.max_len, int) and self.max_len >= 2, "an integer >= 2"),
             ("min_freq", isinstance(self.min_freq, int) and self.min_freq >= 1, "an integer >= 1"),
             ("min_succ", 0.0 <= self.min_succ <= 1.0, "a fraction in [0, 1]"),
-            ("min_task_types", isinstance(self.min_task_types, int) and self.min_task_types >= 1, "an integer >= 1"),
+            (
+                "min_task_types",
+                isinstance(self.min_task_types, int) and self.min_task_types >= 1,
+                "an integer >= 1",
+            ),
         ]
         for name, ok, expected in checks:
             if not ok:
-                raise ConfigError(f"MinerConfig.{name} = {getattr(self, name)!r} is invalid", fix=f"use {expected}")
+                raise ConfigError(
+                    f"MinerConfig.{name} = {getattr(self, name)!r} is invalid", fix=f"use {expected}"
+                )
         if self.p_succ < 0 and self.eps == 0:
-            raise ConfigError("p_succ < 0 with eps = 0 divides by zero on all-failure pairs", fix="set eps > 0")
+            raise ConfigError(
+                "p_succ < 0 with eps = 0 divides by zero on all-failure pairs", fix="set eps > 0"
+            )
 
     @classmethod
     def preset(cls, name: str, **overrides: Any) -> MinerConfig:

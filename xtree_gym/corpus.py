@@ -190,7 +190,9 @@ def trajectory_from_dict(obj: Any) -> Trajectory:
     )
 
 
-def iter_corpus(path: str | os.PathLike[str], *, skip_bad: bool = False, skipped: list[BadLine] | None = None) -> Iterator[Trajectory]:
+def iter_corpus(
+    path: str | os.PathLike[str], *, skip_bad: bool = False, skipped: list[BadLine] | None = None
+) -> Iterator[Trajectory]:
     """Yield the trajectories of one JSONL(.gz) file; blank lines are allowed.
 
     A malformed line raises :class:`CorpusError` naming ``file:line``; with ``skip_bad`` it

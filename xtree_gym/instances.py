@@ -259,7 +259,7 @@ def _random_merges(
     enc: Any, n_merges: int, cfg: MinerConfig, rng: np.random.Generator, progress: bool | None = False
 ) -> list[Any]:
     """The reference miner's loop with the best-X-Score choice replaced by a uniform draw."""
-    from .mining import Merge, merged_starts, positions_by_pair, is_candidate, merge_pair, x_score
+    from .mining import Merge, is_candidate, merge_pair, merged_starts, positions_by_pair, x_score
     from .progress import Progress
 
     bar = Progress(total=n_merges, desc="random tree", enabled=progress)

@@ -36,7 +36,9 @@ class _Automaton:
     """Aho-Corasick over token tuples; state 0 is the root."""
 
     def __init__(self, patterns: Iterable[tuple[str, tuple[str, ...]]]) -> None:
-        self.goto: list[dict[str, int]] = [{}]  # state -> token -> state (trie edges, then memoized DFA edges)
+        self.goto: list[dict[str, int]] = [
+            {}
+        ]  # state -> token -> state (trie edges, then memoized DFA edges)
         self.fail: list[int] = [0]  # state -> longest proper suffix state
         self.out: list[tuple[tuple[str, int], ...]] = [()]  # state -> ((node, length), ...) ending here
         self.depth: list[int] = [0]

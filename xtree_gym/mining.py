@@ -188,7 +188,9 @@ class EncodedCorpus:
         lengths = np.fromiter((len(s) for s in sequences), dtype=np.int64, count=len(sequences))
         offsets = np.zeros(len(sequences) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        flat = np.fromiter((index[t] for seq in sequences for t in seq), dtype=np.int32, count=int(offsets[-1]))
+        flat = np.fromiter(
+            (index[t] for seq in sequences for t in seq), dtype=np.int32, count=int(offsets[-1])
+        )
         return cls(
             flat=flat,
             offsets=offsets,

@@ -87,7 +87,13 @@ class _State:
 
     # -- statistics --------------------------------------------------------------------------
     def _apply_group(
-        self, pos: np.ndarray, other: np.ndarray, fixed: int, fixed_is_left: bool, sign: int, touched: set[int]
+        self,
+        pos: np.ndarray,
+        other: np.ndarray,
+        fixed: int,
+        fixed_is_left: bool,
+        sign: int,
+        touched: set[int],
     ) -> None:
         """Add ``sign`` for the pairs at ``pos``: (fixed, other) or (other, fixed) symbol pairs.
 
@@ -220,7 +226,9 @@ class _State:
         touched: set[int] = set()
         self._apply_group(left, x, u, fixed_is_left=False, sign=-1, touched=touched)
         self._apply_group(Q[has_b], y_old, v, fixed_is_left=True, sign=-1, touched=touched)
-        self._apply_group(P, np.full(len(P), v, dtype=np.int32), u, fixed_is_left=True, sign=-1, touched=touched)
+        self._apply_group(
+            P, np.full(len(P), v, dtype=np.int32), u, fixed_is_left=True, sign=-1, touched=touched
+        )
         # Splice: P now holds the merged symbol, Q dies.
         self.sym[P] = new
         self.sym[Q] = -1

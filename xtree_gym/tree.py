@@ -15,6 +15,7 @@ load with the same :meth:`XTree.load`.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections import Counter
@@ -172,7 +173,7 @@ class XTree:
         """The :class:`MinerConfig` the tree was mined with, when the file says."""
         try:
             return MinerConfig.from_dict(self.config)
-        except Exception:  # noqa: BLE001 - released trees carry partial configs
+        except Exception:  # released trees carry partial configs
             return None
 
     # -- building ------------------------------------------------------------------------------
@@ -275,7 +276,9 @@ class XTree:
             data = json.loads(p.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise TreeFormatError(
-                f"not valid JSON ({exc.msg})", where=f"{p}:{exc.lineno}", fix="pass a tree file written by `xtree mine`"
+                f"not valid JSON ({exc.msg})",
+                where=f"{p}:{exc.lineno}",
+                fix="pass a tree file written by `xtree mine`",
             ) from None
         return cls.from_dict(data, source=str(p))
 
@@ -317,7 +320,7 @@ class XTree:
         syms: list[tuple[str, int, int, bool]] = [(t, i, i + 1, False) for i, t in enumerate(tokens)]
         while len(syms) > 1:
             best: tuple[int, str] | None = None
-            for a, b in zip(syms, syms[1:]):
+            for a, b in itertools.pairwise(syms):
                 r = self._ranks.get((a[0], b[0]))
                 if r is not None and (best is None or r[0] < best[0]):
                     best = r
@@ -412,7 +415,9 @@ def _node_from_dict(nd: Any, index: int, source: str) -> Node:
             extra={k: v for k, v in nd.items() if k not in known},
         )
     except KeyError as exc:
-        raise TreeFormatError(f"node lacks key {exc.args[0]!r}", where=where, fix="see the tree format") from None
+        raise TreeFormatError(
+            f"node lacks key {exc.args[0]!r}", where=where, fix="see the tree format"
+        ) from None
     except (TypeError, ValueError) as exc:
         raise TreeFormatError(f"bad node field ({exc})", where=where, fix="see the tree format") from None
 
@@ -429,4 +434,3 @@ def _check_consistent(tree: XTree, source: str) -> None:
         if tuple(parts) != n.expansion or n.length != len(n.expansion):
             raise TreeFormatError(f"node {n.id}: expansion does not match its children", where=source)
         seen[n.id] = n.expansion
-
