@@ -14,6 +14,7 @@ ENV_SPECS: dict[str, tuple[str, dict[str, object]]] = {
     "XTree-WebShop-v0": ("xtree_gym.envs.webshop:WebShopEnv", {}),
     "XTree-MiniWoB-v0": ("xtree_gym.envs.browsergym:MiniWoBEnv", {}),
     "XTree-WebArena-v0": ("xtree_gym.envs.browsergym:WebArenaEnv", {}),
+    "XTree-OpenURL-v0": ("xtree_gym.envs.browsergym:OpenURLEnv", {}),
     "XTree-Countdown-v0": ("xtree_gym.envs.countdown:CountdownEnv", {}),
     "XTree-TWCooking-v0": ("xtree_gym.envs.twcooking:TWCookingEnv", {}),
     "XTree-ALFWorld-v0": ("xtree_gym.envs.alfworld:ALFWorldEnv", {}),

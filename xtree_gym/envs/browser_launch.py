@@ -1,0 +1,155 @@
+"""How BrowserGym's browsers are launched: which Chromium binary, which flags, how fast.
+
+BrowserGym starts two Chromium processes per episode, both through the global Playwright
+object (``browsergym.core._get_global_playwright()``): the task browser in
+``BrowserEnv.reset`` and the chat window in ``Chat.__init__``. Neither accepts a binary path
+for both, so :func:`patched_chromium_launch` wraps ``pw.chromium.launch`` on that one
+Playwright instance for the duration of a ``reset`` and merges our settings into every
+launch made inside it. Nothing is patched at import time, and the wrapper is removed on exit.
+
+Playwright's own browser download does not work on machines without internet access; the
+distribution's Chromium does. :func:`find_chromium` picks it: ``$XTREE_CHROMIUM`` first,
+then ``/usr/bin/chromium`` and the other usual names on ``PATH``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..errors import ConfigError, EnvConfigError
+
+CHROMIUM_ENV_VAR = "XTREE_CHROMIUM"
+"""Environment variable naming the Chromium binary to use (overrides the search)."""
+
+_CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+
+QUIET_ARGS: tuple[str, ...] = (
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+)
+"""Flags that stop Chromium from phoning home (updates, sync, QUIC probes) during episodes."""
+
+
+def find_chromium() -> str | None:
+    """The Chromium binary to launch, or None to let Playwright use its own download.
+
+    Example:
+        >>> path = find_chromium()
+        >>> path is None or os.path.isabs(path)
+        True
+    """
+    env = os.environ.get(CHROMIUM_ENV_VAR)
+    if env:
+        return env
+    for name in _CANDIDATES:
+        found = name if os.path.isabs(name) and os.access(name, os.X_OK) else shutil.which(name)
+        if found:
+            return os.path.abspath(found)
+    return None
+
+
+@dataclass(frozen=True)
+class BrowserLaunchConfig:
+    """Launch settings shared by every XTree browser env.
+
+    Example:
+        >>> cfg = BrowserLaunchConfig(executable_path="/usr/bin/chromium")
+        >>> cfg.slow_mo_ms, cfg.pre_observation_delay_s
+        (0, 0.0)
+        >>> "--no-sandbox" in cfg.launch_args()
+        True
+        >>> BrowserLaunchConfig.browsergym_defaults().slow_mo_ms is None
+        True
+    """
+
+    executable_path: str | None = field(default_factory=find_chromium)
+    """Chromium binary; None lets Playwright use its own download (``playwright install``)."""
+    headless: bool = True
+    """Run without a window (the only mode that works on a server)."""
+    no_sandbox: bool = True
+    """Pass ``--no-sandbox``: Chromium refuses to start its sandbox as root (containers, CI)."""
+    extra_args: tuple[str, ...] = QUIET_ARGS
+    """Further command-line flags for both browsers."""
+    slow_mo_ms: int | None = 0
+    """Playwright's delay after every browser operation; None keeps the task's (100 ms MiniWoB, 1000 ms WebArena)."""
+    pre_observation_delay_s: float = 0.0
+    """Sleep before each observation is read (BrowserGym's default is 0.5 s)."""
+    timeout_ms: int | None = None
+    """Playwright's default timeout for one operation; None keeps the task's (5 s MiniWoB, 10 s WebArena)."""
+
+    def __post_init__(self) -> None:
+        if self.slow_mo_ms is not None and self.slow_mo_ms < 0:
+            raise ConfigError(f"slow_mo_ms must be >= 0, got {self.slow_mo_ms!r}", fix="use 0 (fast) or None")
+        if self.pre_observation_delay_s < 0:
+            raise ConfigError(
+                f"pre_observation_delay_s must be >= 0, got {self.pre_observation_delay_s!r}", fix="use 0.0"
+            )
+        if self.timeout_ms is not None and self.timeout_ms <= 0:
+            raise ConfigError(f"timeout_ms must be > 0, got {self.timeout_ms!r}", fix="use None or e.g. 5000")
+
+    @classmethod
+    def browsergym_defaults(cls, **overrides: Any) -> BrowserLaunchConfig:
+        """BrowserGym's own pacing (task ``slow_mo``, 0.5 s pre-observation sleep): slower, for comparison."""
+        return replace(cls(slow_mo_ms=None, pre_observation_delay_s=0.5), **overrides)
+
+    def launch_args(self) -> list[str]:
+        """Command-line flags added to every launch."""
+        args = ["--no-sandbox"] if self.no_sandbox else []
+        return args + list(self.extra_args)
+
+    def check_executable(self) -> None:
+        """Raise one clear error when the configured binary is not there."""
+        path = self.executable_path
+        if path is not None and not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            raise EnvConfigError(
+                f"Chromium binary {path!r} does not exist or is not executable",
+                fix=f"apt-get install chromium, or set {CHROMIUM_ENV_VAR}=/path/to/chromium",
+            )
+
+
+def _merge_launch_kwargs(config: BrowserLaunchConfig, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Our settings merged into the keyword arguments of one ``chromium.launch`` call."""
+    merged = dict(kwargs)
+    if config.executable_path is not None:
+        merged["executable_path"] = config.executable_path
+    merged["headless"] = config.headless
+    args = list(merged.get("args") or [])
+    merged["args"] = args + [a for a in config.launch_args() if a not in args]
+    return merged
+
+
+@contextmanager
+def patched_chromium_launch(config: BrowserLaunchConfig, playwright: Any = None) -> Iterator[None]:
+    """Within the block, every ``chromium.launch`` of BrowserGym's Playwright uses ``config``.
+
+    ``playwright`` defaults to BrowserGym's global instance (started on first use). The patch
+    is an attribute on that one ``BrowserType`` object, removed on exit, so nesting is harmless
+    and no other Playwright instance is affected.
+    """
+    if playwright is None:
+        from browsergym.core import _get_global_playwright
+
+        playwright = _get_global_playwright()
+    browser_type = playwright.chromium
+    original: Callable[..., Any] = type(browser_type).launch.__get__(browser_type)
+    had_patch = "launch" in vars(browser_type)
+    previous = vars(browser_type).get("launch")
+
+    def launch(**kwargs: Any) -> Any:
+        return original(**_merge_launch_kwargs(config, kwargs))
+
+    browser_type.launch = launch
+    try:
+        yield
+    finally:
+        if had_patch:
+            browser_type.launch = previous
+        else:
+            del browser_type.launch
