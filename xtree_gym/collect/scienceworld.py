@@ -1,0 +1,222 @@
+"""``xtree collect scienceworld``: replay ScienceWorld's gold action sequences into a canonicalized corpus.
+
+For each chosen (task, variation) the simulator is loaded with ``generateGoldPath``, its gold actions
+are replayed through :class:`~xtree_gym.envs.scienceworld.ScienceWorldEnv` (raw step, no valid-action
+listing), and the episode stops as soon as the simulator reports completion or a negative score --
+often one to three actions before the gold list ends. Bare-integer gold actions (``"0"``) answer the
+simulator's disambiguation prompts and are replayed as they are. ``success`` is ``score == 100``;
+episodes that end anywhere else (the mendelian-genetics tasks sometimes replay to -100) are kept and
+marked as failures, never dropped. Every step carries its canonical ``token`` and ``slots``.
+
+The record layout is that of ``train-gold.jsonl`` (``id, env, task, task_id, variation, split, goal,
+initial_observation, success, score, steps[{action, observation, reward, token, slots}]``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from ..envs import sciworld_folds as folds
+from ..errors import ConfigError
+
+DEFAULT_SLOW_CAP = 4
+"""Variations per mendelian-genetics task (their gold paths take seconds each to generate)."""
+
+
+def plan_episodes(
+    split: str = "train",
+    per_task: int | None = 40,
+    *,
+    tasks: Sequence[str] | None = None,
+    slow_cap: int | None = DEFAULT_SLOW_CAP,
+) -> list[tuple[str, int]]:
+    """The (task, variation) pairs to collect: up to ``per_task`` variations per type, spread evenly.
+
+    With ``n`` variations in the split and ``k < n`` wanted, variation ``i * (n // k)`` is taken for
+    ``i < k`` -- the selection of the shared ``train-gold.jsonl``.
+
+    Example:
+        >>> plan_episodes("train", 3, tasks=["boil", "mendelian-genetics-known-plant"], slow_cap=2)
+        [('boil', 0), ('boil', 4), ('boil', 8), ('mendelian-genetics-known-plant', 0), ('mendelian-genetics-known-plant', 30)]
+    """
+    if split not in folds.SPLITS:
+        raise ConfigError(
+            f"split {split!r} is not a ScienceWorld split", fix=f"use one of {', '.join(folds.SPLITS)}"
+        )
+    if per_task is not None and per_task < 1:
+        raise ConfigError(f"per_task={per_task} must be >= 1")
+    names = [folds.resolve_task(t) for t in tasks] if tasks else list(folds.TASK_NAMES)
+    pairs: list[tuple[str, int]] = []
+    for task in names:
+        variations = folds.split_variations(task, split)
+        k = len(variations) if per_task is None else min(per_task, len(variations))
+        if task in folds.SLOW_GOLD_TYPES and slow_cap is not None:
+            k = min(k, slow_cap)
+        if k <= 0:
+            continue
+        stride = len(variations) // k
+        pairs.extend((task, variations[i * stride]) for i in range(k))
+    return pairs
+
+
+def replay_gold(env: Any, task: str, variation: int, split: str = "train") -> dict[str, Any]:
+    """Replay the gold sequence of one variation on ``env`` and return the corpus record (a dict)."""
+    obs, info = env.reset(options={"task": task, "variation": variation, "gold_path": True})
+    gold = env.gold_actions()
+    steps: list[dict[str, Any]] = []
+    score = 0
+    fault = None
+    for action in gold:
+        obs, reward, terminated, truncated, info = env.step(action)
+        xt = info["xtree"]
+        steps.append(
+            {
+                "action": action,
+                "observation": obs,
+                "reward": int(reward),
+                "token": xt["token"],
+                "slots": xt["slots"],
+            }
+        )
+        score = int(info["score"])
+        fault = info.get("fault")
+        if terminated or truncated:
+            break
+    record: dict[str, Any] = {
+        "id": f"scienceworld/{task}/{split}/{variation}",
+        "env": "scienceworld",
+        "task": task,
+        "task_id": folds.TASKS[task][0],
+        "variation": variation,
+        "split": split,
+        "goal": env.goal,
+        "initial_observation": env.trajectory.extra["initial_observation"],
+        "success": score >= 100 and fault is None,
+        "score": score,
+        "steps": steps,
+    }
+    if fault:
+        record["fault"] = fault
+    return record
+
+
+# -- worker processes (each owns one JVM) -------------------------------------------------------------
+_WORKER_ENV: Any = None
+
+
+def _worker_init(step_timeout: float, load_timeout: float) -> None:
+    global _WORKER_ENV
+    from ..envs.scienceworld import ScienceWorldEnv
+
+    _WORKER_ENV = ScienceWorldEnv(step_limit=None, step_timeout=step_timeout, load_timeout=load_timeout)
+
+
+def _worker_run(job: tuple[str, int, str]) -> dict[str, Any]:
+    return replay_gold(_WORKER_ENV, *job)
+
+
+def collect_gold(
+    pairs: Sequence[tuple[str, int]],
+    split: str = "train",
+    *,
+    workers: int = 1,
+    env: Any = None,
+    step_timeout: float = 20.0,
+    load_timeout: float = 300.0,
+    show_progress: bool | None = None,
+    desc: str = "gold",
+) -> Iterator[dict[str, Any]]:
+    """Yield one corpus record per pair, in the order of ``pairs`` (deterministic for any ``workers``).
+
+    ``workers > 1`` runs that many processes, each with its own JVM; ``workers == 1`` runs here, on
+    ``env`` when given (e.g. a test's shared simulator) or on a fresh env.
+    """
+    from ..progress import progress
+
+    if workers < 1:
+        raise ConfigError(f"workers={workers} must be >= 1")
+    jobs = [(t, v, split) for t, v in pairs]
+    if workers == 1:
+        own = env is None
+        if own:
+            from ..envs.scienceworld import ScienceWorldEnv
+
+            env = ScienceWorldEnv(step_limit=None, step_timeout=step_timeout, load_timeout=load_timeout)
+        try:
+            for job in progress(jobs, total=len(jobs), desc=desc, enabled=show_progress):
+                yield replay_gold(env, *job)
+        finally:
+            if own:
+                env.close()
+        return
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")  # no fork of a process that holds py4j sockets and watchdog threads
+    with ctx.Pool(workers, initializer=_worker_init, initargs=(step_timeout, load_timeout)) as pool:
+        yield from progress(
+            pool.imap(_worker_run, jobs, chunksize=1), total=len(jobs), desc=desc, enabled=show_progress
+        )
+
+
+def summarize(records: Sequence[dict[str, Any]]) -> str:
+    """One paragraph: counts, success rate, and every failure by id and final score."""
+    n = len(records)
+    ok = sum(1 for r in records if r["success"])
+    types = len({r["task"] for r in records})
+    steps = sum(len(r["steps"]) for r in records)
+    lines = [f"{n} episodes, {types} task types, {steps} steps, {ok} successful ({ok / max(n, 1):.1%})"]
+    for r in records:
+        if not r["success"]:
+            why = f" ({r['fault']})" if r.get("fault") else ""
+            lines.append(f"  failure kept: {r['id']} score={r['score']} steps={len(r['steps'])}{why}")
+    return "\n".join(lines)
+
+
+def _handler(args: argparse.Namespace) -> int:
+    from ..corpus import write_corpus
+    from ..envs.sciworld_jvm import java_available
+
+    if not java_available():
+        raise ConfigError("ScienceWorld needs `java` on PATH", fix="install a Java 11+ runtime")
+    tasks = [t for chunk in (args.tasks or []) for t in chunk.split(",") if t] or None
+    pairs = plan_episodes(
+        args.split, None if args.per_task == 0 else args.per_task, tasks=tasks, slow_cap=args.slow_cap
+    )
+    print(
+        f"collecting {len(pairs)} gold episodes ({args.split} split) with {args.workers} worker(s)",
+        file=sys.stderr,
+    )
+    records = list(collect_gold(pairs, args.split, workers=args.workers, step_timeout=args.step_timeout))
+    n = write_corpus(args.output, records)
+    print(f"wrote {n} trajectories to {args.output}")
+    print(summarize(records))
+    return 0
+
+
+def register_cli(subparsers: Any, collect_subparsers: Any) -> None:
+    p = collect_subparsers.add_parser(
+        "scienceworld",
+        help="replay ScienceWorld gold action sequences into a canonicalized corpus",
+        description=__doc__.split("\n\n")[0] if __doc__ else None,
+    )
+    p.add_argument("--split", choices=folds.SPLITS, default="train", help="variation split (default train)")
+    p.add_argument(
+        "--per-task",
+        type=int,
+        default=40,
+        help="variations per task type, spread evenly (0 = all; default 40)",
+    )
+    p.add_argument("--tasks", nargs="+", default=None, help="task names or ids (default: all 30)")
+    p.add_argument(
+        "--slow-cap",
+        type=int,
+        default=DEFAULT_SLOW_CAP,
+        help=f"at most this many variations of each mendelian-genetics task (default {DEFAULT_SLOW_CAP})",
+    )
+    p.add_argument("--workers", type=int, default=2, help="processes, one JVM each (default 2)")
+    p.add_argument("--step-timeout", type=float, default=20.0, help="seconds before a hung step is killed")
+    p.add_argument("-o", "--output", required=True, help="corpus file to write (.jsonl or .jsonl.gz)")
+    p.set_defaults(func=_handler)
