@@ -8,7 +8,7 @@ PIP := $(PYTHON) -m pip
 
 demo:
 	$(PIP) install -q -e '.[scienceworld]'
-	JAVA_TOOL_OPTIONS=-Xmx1g xtree demo
+	$(PYTHON) -m xtree_gym demo
 
 test:
 	$(PIP) install -q -e '.[test]'
