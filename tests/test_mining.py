@@ -17,6 +17,7 @@ from xtree_gym.mining import (
     pair_counts,
     pair_positions,
     reference_mine,
+    trajectory_tokens,
     x_score,
 )
 from xtree_gym.mining_fast import fast_mine
@@ -214,3 +215,9 @@ def test_tiling_reproduces_the_mined_segmentation() -> None:
     n_symbols = sum(len(tree.tile(s)) for s in seqs)
     assert n_symbols == n_tokens - sum(n.count for n in tree)
     assert tree.compression_ratio == pytest.approx(n_tokens / n_symbols)
+
+
+def test_stored_tokens_win_and_missing_ones_use_the_domain() -> None:
+    steps = [Step("look around", token="custom<x>"), Step("open door to kitchen")]
+    tokens = trajectory_tokens([Trajectory("t", steps, True)], "scienceworld")
+    assert tokens == [["custom<x>", "open<door>"]]

@@ -287,25 +287,29 @@ def merged_starts(seq: Sequence[int], starts: list[int], pair: tuple[int, int]) 
 
 
 def trajectory_tokens(trajectories: Sequence[Trajectory], domain: str | None = None) -> list[list[str]]:
-    """The token sequence of each trajectory: stored ``token`` fields, or a canonicalizer's.
+    """The token sequence of each trajectory: its stored ``token`` fields, else a canonicalizer's.
 
-    A trajectory whose steps all carry ``token`` is taken as is; otherwise ``domain`` must name
-    a canonicalizer, or a :class:`CanonicalizationError` says which trajectory lacks tokens.
+    A step that carries ``token`` is taken as is; a step without one is canonicalized by the
+    canonicalizer ``domain`` names (with the trajectory as context). Without ``domain``, a missing
+    token is a :class:`CanonicalizationError` naming the trajectory.
     """
     from .canon import get_canonicalizer
 
     canon = get_canonicalizer(domain) if domain else None
     out: list[list[str]] = []
     for t in trajectories:
-        if all(s.token is not None for s in t.steps) and canon is None:
-            out.append([s.token for s in t.steps])  # type: ignore[misc]
-            continue
-        if canon is None:
-            raise CanonicalizationError(
-                f"trajectory {t.id!r} has steps without a 'token' and no canonicalizer was named",
-                fix="pass --domain NAME (e.g. scienceworld), or run `xtree canon` on the corpus first",
-            )
-        out.append([canon(s.action, canon.corpus_context(t, i)).token for i, s in enumerate(t.steps)])
+        tokens: list[str] = []
+        for i, s in enumerate(t.steps):
+            if s.token is not None:
+                tokens.append(s.token)
+            elif canon is not None:
+                tokens.append(canon(s.action, canon.corpus_context(t, i)).token)
+            else:
+                raise CanonicalizationError(
+                    f"trajectory {t.id!r} has steps without a 'token' and no canonicalizer was named",
+                    fix="pass --domain NAME (e.g. scienceworld), or run `xtree canon` on the corpus first",
+                )
+        out.append(tokens)
     return out
 
 
