@@ -124,3 +124,27 @@ def test_cli_errors_are_one_line(tmp_path: Path, capsys) -> None:
     raw.write_text(json.dumps({"id": "a", "success": True, "steps": [{"action": "look around"}]}) + "\n")
     assert main(["mine", str(raw), "-o", str(tmp_path / "t.json")]) == 1
     assert "--domain" in capsys.readouterr().err
+
+
+def test_binary_and_fake_gzip_inputs_are_one_line_errors(tmp_path: Path, capsys) -> None:
+    (tmp_path / "bin.jsonl").write_bytes(b"\xff\xfe\x00garbage\n")
+    (tmp_path / "fake.jsonl.gz").write_bytes(b"not gzip at all")
+    for name in ("bin.jsonl", "fake.jsonl.gz"):
+        with pytest.raises(CorpusError, match="cannot read the file"):
+            read_corpus(tmp_path / name)
+        assert main(["stats", str(tmp_path / name)]) == 1
+        err = capsys.readouterr().err
+        assert name in err and err.count("\n") == 1
+    tree = tmp_path / "tree.json"
+    tree.write_bytes(b"\xff\xfe")
+    assert main(["show", str(tree)]) == 1
+    assert "not UTF-8" in capsys.readouterr().err
+
+
+def test_unwritable_output_is_one_line_error(tmp_path: Path, capsys) -> None:
+    corpus = _corpus_file(tmp_path)
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert main(["mine", str(corpus), "--min-freq", "3", "-o", str(blocker / "sub" / "t.json")]) == 1
+    err = capsys.readouterr().err
+    assert "error" in err and err.count("\n") == 1

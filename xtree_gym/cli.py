@@ -63,6 +63,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except XTreeError as exc:
         print(f"xtree {args.command}: error: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:  # unreadable or unwritable path named on the command line
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        print(f"xtree {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

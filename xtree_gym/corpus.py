@@ -201,6 +201,16 @@ def iter_corpus(
     p = Path(path)
     if not p.is_file():
         raise CorpusError(f"corpus file {str(p)!r} does not exist", fix="check the path")
+    try:
+        yield from _iter_lines(p, skip_bad, skipped)
+    except (UnicodeDecodeError, EOFError, OSError) as exc:  # binary file, fake or truncated .gz
+        reason = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else f"{type(exc).__name__}: {exc}"
+        raise CorpusError(
+            f"cannot read the file ({reason})", where=str(p), fix="pass a UTF-8 JSONL file (or gzip of one)"
+        ) from None
+
+
+def _iter_lines(p: Path, skip_bad: bool, skipped: list[BadLine] | None) -> Iterator[Trajectory]:
     with open_text(p) as fh:
         for lineno, line in enumerate(fh, start=1):
             if not line.strip():

@@ -274,6 +274,10 @@ class XTree:
             raise TreeFormatError(f"tree file {str(p)!r} does not exist", fix="check the path")
         try:
             data = json.loads(p.read_text(encoding="utf-8"))
+        except UnicodeDecodeError:
+            raise TreeFormatError(
+                "not UTF-8 text", where=str(p), fix="pass a tree file written by `xtree mine`"
+            ) from None
         except json.JSONDecodeError as exc:
             raise TreeFormatError(
                 f"not valid JSON ({exc.msg})",
