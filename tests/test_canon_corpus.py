@@ -141,3 +141,57 @@ def test_cli_format_converts_a_published_set(tmp_path, capsys) -> None:
     empty.write_text("[]")
     with pytest.raises(CorpusError, match="holds no trajectories"):
         _cli(["canon", str(empty), "--format", "eto", "-o", str(out)])
+
+
+def _bad_inputs(tmp_path) -> dict[str, str]:
+    """name -> path of a file that no reader can accept."""
+    files = {
+        "binary.jsonl": b"\xff\xfe\x00 not utf-8",
+        "fake.jsonl.gz": b"not gzip at all",
+        "cut.jsonl.gz": b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03abc",  # gzip header, truncated stream
+        "lines.jsonl": b'{"id": "a", "success": true, "steps": []}\n{not json\n',
+    }
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    return {name: str(tmp_path / name) for name in files}
+
+
+@pytest.mark.parametrize("fmt", ["corpus", "agentgym"])
+@pytest.mark.parametrize("name", ["binary.jsonl", "fake.jsonl.gz", "cut.jsonl.gz", "lines.jsonl", "missing"])
+def test_xtree_canon_bad_input_is_one_error_line(tmp_path, capsys, fmt, name) -> None:
+    from xtree_gym.cli import main
+
+    path = _bad_inputs(tmp_path).get(name, str(tmp_path / "missing.jsonl"))
+    out = tmp_path / "out.jsonl"
+    rc = main(["canon", path, "--format", fmt, "--domain", "scienceworld", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 1 and not out.exists()
+    assert err.count("\n") == 1 and err.startswith("xtree canon: error: ") and "Traceback" not in err
+    assert path.rsplit("/", 1)[-1] in err  # the message names the file
+    if name == "lines.jsonl" and fmt == "corpus":
+        assert "lines.jsonl:2" in err  # ... and the line
+
+
+def test_xtree_canon_unknown_domain_and_unwritable_output(tmp_path, capsys) -> None:
+    from xtree_gym.cli import main
+
+    src = tmp_path / "c.jsonl"
+    src.write_text('{"id": "a", "success": true, "steps": [{"action": "open door to kitchen"}]}\n')
+    assert main(["canon", str(src), "--domain", "sciencewrld", "-o", str(tmp_path / "o.jsonl")]) == 1
+    assert "unknown domain 'sciencewrld'" in capsys.readouterr().err
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert main(["canon", str(src), "--domain", "scienceworld", "-o", str(blocker / "o.jsonl")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot write" in err and "file/o.jsonl" in err
+
+
+def test_a_file_without_trajectories_is_an_error_and_writes_nothing(tmp_path) -> None:
+    empty, bad, out = tmp_path / "empty.jsonl", tmp_path / "bad.jsonl", tmp_path / "o.jsonl"
+    empty.write_text("\n")
+    bad.write_text("{oops\n")
+    with pytest.raises(CorpusError, match="holds no trajectories"):
+        canonicalize_file(empty, "scienceworld", out)
+    with pytest.raises(CorpusError, match=r"no trajectories \(1 malformed line\(s\) skipped\)"):
+        canonicalize_file(bad, "scienceworld", out, skip_bad=True)
+    assert not out.exists()

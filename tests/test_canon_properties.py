@@ -9,7 +9,16 @@ from hypothesis import strategies as st
 
 from xtree_gym.canon import canonicalize, get_canonicalizer
 
-DOMAINS = ("scienceworld", "webshop", "browsergym", "miniwob", "generic")
+DOMAINS = (
+    "scienceworld",
+    "webshop",
+    "browsergym",
+    "miniwob",
+    "generic",
+    "countdown",
+    "alfworld",
+    "twcooking",
+)
 
 contexts = st.one_of(
     st.none(),
@@ -26,6 +35,8 @@ contexts = st.one_of(
     st.fixed_dictionaries(
         {"axtree_object": st.one_of(st.text(), st.lists(st.dictionaries(st.text(), st.text())))}
     ),
+    # Countdown targets as a corpus may hold them: numbers, numeric or junk strings, nan
+    st.fixed_dictionaries({"target": st.one_of(st.integers(), st.floats(), st.text(max_size=4), st.none())}),
 )
 # Strings shaped like each domain's actions, so the rules (not only the catch-all) are exercised.
 actions = st.one_of(
@@ -42,6 +53,7 @@ actions = st.one_of(
         st.text(),
     ),
     st.builds(lambda a, b: f"move {a} to {b}", st.text(min_size=1), st.text(min_size=1)),
+    st.builds(lambda a, o, b: f"{a} {o} {b}", st.integers(), st.sampled_from("+-*/x÷"), st.integers()),
 )
 
 
@@ -85,6 +97,13 @@ def test_browsergym_fill_keeps_bid_and_text(bid: str, text: str) -> None:
     assert ca.verb == "type" and ca.slots["bid"] == bid and ca.slots["text"] == text
 
 
+def test_every_registered_canonicalizer_is_under_test() -> None:
+    from xtree_gym.canon import available_domains
+
+    classes = {type(get_canonicalizer(d)) for d in available_domains()}
+    assert classes == {type(get_canonicalizer(d)) for d in DOMAINS}
+
+
 def test_deterministic() -> None:
     for domain, action in [
         ("scienceworld", "move ant to blue box"),
@@ -93,3 +112,13 @@ def test_deterministic() -> None:
     ]:
         assert canonicalize(domain, action) == canonicalize(domain, action)
         assert re.fullmatch(r"[^<>]+<[^<>]*>", canonicalize(domain, action).token)
+
+
+def test_countdown_target_from_json_text_or_junk() -> None:
+    """A target stored as text (``"54"``) is read as a number; junk gives role ``unknown``, never an error."""
+    assert canonicalize("countdown", "80 - 28", {"target": "54"}).token == "sub<large-small>"
+    assert canonicalize("countdown", "80 - 28", {"target": 54.0}).token == "sub<large-small>"
+    for junk in ["", "n/a", float("nan"), float("inf"), True, [54]]:
+        ca = canonicalize("countdown", "80 - 28", {"target": junk})
+        assert ca.token == "sub<unknown>" and "canon_error" not in ca.slots, (junk, ca)
+        assert ca.slots["target"] is junk  # kept as given (lossless)

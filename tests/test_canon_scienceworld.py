@@ -127,3 +127,10 @@ def test_gold_corpus_alphabet(shared_dir) -> None:
     no_template = [ca.raw for ca in results if "template" not in ca.slots and "choice" not in ca.slots]
     assert no_template == []
     assert 30 <= len({ca.token for ca in results}) <= 90
+
+
+def test_huge_numbers_keep_their_rule() -> None:
+    """Python's int() refuses > 4,300 digits; the rule must still fire (no catch-all fallback)."""
+    ca = C("9" * 5000)
+    assert ca.token == "disambiguate<choice>" and ca.slots["choice"] == "9" * 5000
+    assert C("wait" + "1" * 5000).token == "wait<long>"

@@ -249,3 +249,13 @@ def test_color_card_from_the_released_webshop_tree_matches_the_authors_card(shar
     card = webshop_cards(XTree.load(site / "trees" / "webshop.json"))["color"]
     ours = [m.group(1) for line in card.lines if (m := chain_of.match(line))]
     assert len(their_chains) == 6 and set(ours) == their_chains
+
+
+def test_webshop_gloss_table_covers_only_tokens_the_canonicalizer_emits():
+    from xtree_gym.canon import canonicalize
+
+    buttons = ["search[x]", "click[b093k5jk25]", "click[buy now]", "click[next >]", "click[< prev]"]
+    buttons += ["click[back to search]", "click[description]", "click[features]", "click[reviews]"]
+    buttons += ["click[attributes]"]
+    emitted = {canonicalize("webshop", a).token for a in buttons}
+    assert set(WEBSHOP_GLOSSES) == emitted

@@ -188,3 +188,31 @@ def test_report_runs_in_headless_chromium(tmp_path):
     assert pixels.shape[0] >= 1000 and pixels.shape[1] >= 1000
     assert float(pixels[..., :3].std()) > 0.05  # not a blank page
     assert float(pixels[..., :3].mean()) > 0.6  # a light page, text and charts on it
+
+
+@pytest.mark.parametrize("command", ["report", "plot", "cards"])
+def test_bad_input_is_one_error_line(tmp_path, capsys, command):
+    """Missing, binary, non-gzip or malformed inputs, an unknown domain, an unwritable output: exit 1, one line."""
+    tree, corpus = str(DATA / "sw_tree.json"), str(DATA / "sw_corpus.jsonl")
+    (tmp_path / "bin.json").write_bytes(b"\xff\xfe\x00")
+    (tmp_path / "fake.jsonl.gz").write_bytes(b"not gzip")
+    (tmp_path / "lines.jsonl").write_text('{"id": "a", "success": true, "steps": []}\n{oops\n')
+    (tmp_path / "file").write_text("")
+    out = str(tmp_path / "out")
+    cases = [  # (argv after the command, text the message must hold)
+        ([str(tmp_path / "missing.json"), "-o", out], "missing.json"),
+        ([str(tmp_path / "bin.json"), "-o", out], "bin.json: cannot read the file: not UTF-8"),
+        ([tree, "--corpus", str(tmp_path / "fake.jsonl.gz"), "-o", out], "fake.jsonl.gz: cannot read"),
+        ([tree, "--corpus", str(tmp_path / "lines.jsonl"), "-o", out], "lines.jsonl:2"),
+        ([tree, "--corpus", corpus, "--domain", "nosuch", "-o", out], "unknown domain 'nosuch'"),
+        ([tree, "--domain", "nosuch", "-o", out], "unknown domain 'nosuch'"),
+        ([tree, "--corpus", corpus, "-o", str(tmp_path / "file" / "x")], "cannot write"),
+    ]
+    if command == "plot":
+        pytest.importorskip("matplotlib", reason="xtree plot needs matplotlib (extra 'render')")
+    for argv, expected in cases:
+        assert main([command, *argv]) == 1, argv
+        err = capsys.readouterr().err
+        assert err.startswith(f"xtree {command}: error: ") and err.count("\n") == 1, err
+        assert expected in err, (expected, err)
+    assert not Path(out).exists()

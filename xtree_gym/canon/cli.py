@@ -74,11 +74,14 @@ def _run(args: argparse.Namespace) -> int:
     else:
         from ..corpus import corpus_stats, write_corpus
         from ..formats import read_trajectories
+        from ..formats._records import reading, writing
 
-        trajs = read_trajectories(args.corpus, fmt, domain=args.domain)
+        with reading(args.corpus):
+            trajs = read_trajectories(args.corpus, fmt, domain=args.domain)
         if not trajs:
             raise CorpusError(f"{args.corpus!r} holds no trajectories", fix="check the file and --format")
-        write_corpus(args.out, trajs)
+        with writing(args.out):
+            write_corpus(args.out, trajs)
         summary = corpus_stats(trajs)
     print(json.dumps(summary, ensure_ascii=False), file=sys.stdout)
     return 0

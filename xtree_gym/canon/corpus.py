@@ -121,13 +121,26 @@ def canonicalize_file(
     keep_existing: bool = False,
     show_progress: bool | None = None,
 ) -> CanonReport:
-    """Read a corpus file, canonicalize it, write it to ``out`` atomically; returns the report."""
+    """Read a corpus file, canonicalize it, write it to ``out`` atomically; returns the report.
+
+    A file with no trajectory left to write (empty, or every line skipped under ``skip_bad``) is a
+    :class:`CorpusError`, and ``out`` is not written.
+    """
     if Path(out).resolve() == Path(path).resolve():
         raise CorpusError(f"output {str(out)!r} is the input file", fix="write to a different path with -o")
+    from ..formats._records import reading, writing  # formats imports this module: import late
+
     report = CanonReport()
-    trajs = list(iter_corpus(path, skip_bad=skip_bad, skipped=report.skipped))
+    with reading(path):
+        trajs = list(iter_corpus(path, skip_bad=skip_bad, skipped=report.skipped))
+    if not trajs:
+        skipped = f" ({len(report.skipped)} malformed line(s) skipped)" if report.skipped else ""
+        raise CorpusError(
+            f"{str(path)!r} holds no trajectories{skipped}", fix="check the file (one JSON object per line)"
+        )
     filled = canonicalize_corpus(
         trajs, domain, in_place=True, keep_existing=keep_existing, report=report, show_progress=show_progress
     )
-    write_corpus(out, filled)
+    with writing(out):
+        write_corpus(out, filled)
     return report

@@ -7,7 +7,10 @@ the target ``T``: ``near_target`` when ``|n - T| <= 0.10 |T|``, ``small`` when b
 giving ``4 x 6 = 24`` operation skills, plus Rollback and Reset.
 
 Tokens: ``sub<large-small>`` (paper label ``OP_Sub-large-small``), ``rollback<pool>``,
-``reset<pool>``. Context: ``{"target": int, "pool": [int, ...]}`` (only ``target`` is needed).
+``reset<pool>``. Context: ``{"target": int, "pool": [int, ...]}`` (only ``target`` is needed; a
+numeric string such as ``"24"`` is read as its number, and a missing or non-numeric target gives
+the role ``unknown``, e.g. ``sub<unknown>``, with the given value kept in ``slots["target"]``).
+The ±10 % band is computed exactly (rationals), so ``59.4`` is near a target of ``54``.
 A string that parses as none of these gets ``invalid<action>`` -- outside the 26-skill alphabet.
 """
 
@@ -64,17 +67,18 @@ def parse_action(action: str) -> tuple[str, Fraction, Fraction] | str | None:
     return op, Fraction(a), Fraction(b)
 
 
-def role(n: float | Fraction, target: float) -> str:
-    """The target-relative role of operand ``n`` (App. 13.3).
+def role(n: float | Fraction, target: float | Fraction) -> str:
+    """The target-relative role of operand ``n`` (App. 13.3), in exact rational arithmetic.
 
     Example:
-        >>> [role(n, 54) for n in (80, 2, 52, 59.4, 59.5)]
+        >>> [role(Fraction(n), 54) for n in ("80", "2", "52", "59.4", "59.5")]
         ['large', 'small', 'near_target', 'near_target', 'large']
     """
-    band = 0.10 * abs(target)
-    if abs(n - target) <= band:
+    x, t = Fraction(n), Fraction(target)
+    band = abs(t) / 10
+    if abs(x - t) <= band:
         return "near_target"
-    if n < target - band:
+    if x < t - band:
         return "small"
     return "large"
 
@@ -106,12 +110,14 @@ class CountdownCanonicalizer(Canonicalizer):
         if isinstance(parsed, str):
             return CanonicalAction(parsed, "pool", {}, action)
         op, a, b = parsed
-        target = (context or {}).get("target")
+        raw_target = (context or {}).get("target")
         slots: dict[str, Any] = {"op": op, "n1": _num(a), "n2": _num(b)}
-        if target is None:  # no target: the roles cannot be computed
+        if raw_target is not None:
+            slots["target"] = raw_target
+        target = _as_target(raw_target)
+        if target is None:  # no usable target: the roles cannot be computed
             return CanonicalAction(OPS[op], "unknown", slots, action)
         pair = "-".join(sorted((role(a, target), role(b, target))))
-        slots["target"] = target
         return CanonicalAction(OPS[op], pair, slots, action)
 
     def corpus_context(self, trajectory: Trajectory, index: int) -> dict[str, Any]:
@@ -119,6 +125,21 @@ class CountdownCanonicalizer(Canonicalizer):
         step = trajectory.steps[index]
         target = step.extra.get("target", trajectory.extra.get("target"))
         return {"target": target, "pool": step.extra.get("pool", trajectory.extra.get("pool"))}
+
+
+def _as_target(value: Any) -> Fraction | None:
+    """The target as an exact number: ints, finite floats and numeric strings (``"24"`` from JSON).
+
+    Example:
+        >>> _as_target("24"), _as_target(24.5), _as_target("n/a"), _as_target(float("nan")), _as_target(True)
+        (Fraction(24, 1), Fraction(49, 2), None, None, None)
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float | str | Fraction):
+        return None
+    try:
+        return Fraction(value.strip() if isinstance(value, str) else value)
+    except (ValueError, OverflowError, ZeroDivisionError):  # text, nan / inf, "1/0"
+        return None
 
 
 def _num(x: Fraction) -> int | float:

@@ -254,15 +254,20 @@ def _use_on(m: re.Match[str]) -> tuple[str, str, dict[str, Any]]:
 def _wait(m: re.Match[str]) -> tuple[str, str, dict[str, Any]]:
     n = m.group("n")
     # ScienceWorld: "wait1" waits one step, "wait" ten; any other count is a long wait.
-    role = "short" if n is not None and int(n) == 1 else "long"
+    role = "short" if n is not None and _count(n) == 1 else "long"
     slots: dict[str, Any] = {"template": m.group(0)}
     if n is not None:
-        slots["n"] = int(n)
+        slots["n"] = _count(n)
     return "wait", role, slots
 
 
 def _choice(m: re.Match[str]) -> tuple[str, str, dict[str, Any]]:
-    return "disambiguate", "choice", {"choice": int(m.group(0))}
+    return "disambiguate", "choice", {"choice": _count(m.group(0))}
+
+
+def _count(digits: str) -> int | str:
+    """The number a digit string spells; kept as text past 18 digits (``int`` refuses > 4,300)."""
+    return int(digits) if len(digits) <= 18 else digits
 
 
 _X = r"(?P<x>.+?)"

@@ -33,10 +33,10 @@ WEBSHOP_GLOSSES: dict[str, str] = {
     "click<next>": "go to the next page of results",
     "click<prev>": "go back one page of results",
     "click<back>": "go back to the search page",
-    "click<description>": "open the description tab",
+    "click<desc>": "open the description tab",
     "click<features>": "open the features tab",
     "click<reviews>": "open the reviews tab",
-    "click<attributes>": "open the attributes tab",
+    "click<attrs>": "open the attributes tab",
 }
 BUY = "click<buy>"
 WASTED_OPTION = "select an option the goal does NOT ask for (wasted step)"

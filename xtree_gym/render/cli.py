@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, TreeFormatError
 
 
 def register_cli(sub: Any, collect_sub: Any) -> None:
@@ -38,7 +38,9 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def _load(args: argparse.Namespace) -> tuple[Any, Any]:
+    from ..canon import get_canonicalizer
     from ..corpus import read_corpus
+    from ..formats._records import reading
     from ..tree import XTree
     from .stats import CorpusUsage
 
@@ -46,10 +48,14 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any]:
         raise ConfigError(
             f"--trajectories is {args.trajectories}, expected >= 0", fix="pass --trajectories 4"
         )
-    tree = XTree.load(args.tree)
+    if args.domain:
+        get_canonicalizer(args.domain)  # an unknown domain fails before any file is read
+    with reading(args.tree, TreeFormatError):
+        tree = XTree.load(args.tree)
     usage = None
     if args.corpus:
-        corpus = read_corpus(args.corpus, skip_bad=args.skip_bad)
+        with reading(", ".join(args.corpus)):
+            corpus = read_corpus(args.corpus, skip_bad=args.skip_bad)
         for bad in corpus.skipped:
             print(f"skipped {bad}", file=sys.stderr)
         usage = CorpusUsage.build(tree, corpus, domain=args.domain, progress=True)
@@ -58,6 +64,7 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any]:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from .._io import atomic_write_text
+    from ..formats._records import writing
     from .gaps import find_gaps
     from .report import build_report
 
@@ -70,26 +77,32 @@ def cmd_report(args: argparse.Namespace) -> int:
         title=args.title or f"X-Tree report: {Path(args.tree).name}",
         max_trajectories=args.trajectories,
     )
-    atomic_write_text(args.output, html)
+    with writing(args.output):
+        atomic_write_text(args.output, html)
     print(f"wrote {args.output} ({len(html):,} bytes, {len(tree.nodes)} nodes)")
     return 0
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
+    from ..formats._records import writing
     from .figures import write_figures
 
     tree, usage = _load(args)
-    for path in write_figures(tree, args.output, usage, max_trajectories=args.trajectories):
+    with writing(args.output):
+        paths = write_figures(tree, args.output, usage, max_trajectories=args.trajectories)
+    for path in paths:
         print(f"wrote {path}")
     return 0
 
 
 def cmd_cards(args: argparse.Namespace) -> int:
+    from ..formats._records import writing
     from .retrieval import build_skill_bank
 
     tree, usage = _load(args)
     bank = build_skill_bank(tree, usage, args.domain)
-    bank.save(args.output)
+    with writing(args.output):
+        bank.save(args.output)
     print(f"wrote {args.output} ({len(bank.cards)} cards: {', '.join(bank.cards)})")
     if args.task:
         print(bank.context(args.task))
