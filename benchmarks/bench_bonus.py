@@ -157,6 +157,7 @@ def main() -> None:
         "bare env": lambda: FastReplay(episodes),
         "matcher.feed only": lambda: FeedOnly(FastReplay(episodes), tree),
         "XTreeBonus record": lambda: XTreeBonus(FastReplay(episodes), tree),
+        "XTreeBonus count_invalid=True": lambda: XTreeBonus(FastReplay(episodes), tree, count_invalid=True),
         "XTreeBonus weight=0.75": lambda: XTreeBonus(FastReplay(episodes), tree, weight=0.75),
         "XTreeBonus running": lambda: XTreeBonus(FastReplay(episodes), tree, weight="running"),
         "XTreeBonus webshop design": lambda: XTreeBonus(

@@ -8,6 +8,7 @@ import pytest
 
 from xtree_gym.corpus import read_corpus
 from xtree_gym.demo import run_demo, tiling_rows
+from xtree_gym.errors import EnvConfigError
 from xtree_gym.tree import XTree
 
 pytestmark = pytest.mark.jvm
@@ -40,3 +41,10 @@ def test_demo_collects_mines_and_tiles(sciworld_env, tmp_path) -> None:
     assert not opened
     assert len(read_corpus(tmp_path / "corpus.jsonl")) == len(TASKS)
     assert len(XTree.load(tmp_path / "tree.json")) == len(tree)
+
+
+def test_demo_refuses_an_unknown_show_task_before_starting_anything() -> None:
+    buf = io.StringIO()
+    with pytest.raises(EnvConfigError, match="unknown ScienceWorld task 'boyl'"):
+        run_demo(tasks=["boil"], show_task="boyl", stream=buf)
+    assert buf.getvalue() == ""

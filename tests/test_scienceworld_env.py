@@ -98,6 +98,26 @@ def test_gym_make_valid_actions_and_seeded_sampling(sciworld_jvm) -> None:
         env.close()
 
 
+def test_refused_actions_are_flagged_by_the_env(sciworld_env) -> None:
+    from xtree_gym.envs.scienceworld import INVALID_REPLIES
+
+    env = sciworld_env
+    env.reset(options={"task": "boil", "variation": 0})
+
+    def flags(action: str) -> tuple[str, bool, bool]:
+        obs, *_, info = env.step(action)
+        return obs, info["invalid_action"], info["xtree"]["invalid"]
+
+    obs, *flagged = flags("fly to the moon")
+    assert obs.startswith(INVALID_REPLIES[0]) and flagged == [True, True]
+    obs, *flagged = flags("open door to kitchen")
+    assert obs == "The door is now open." and flagged == [False, False]
+    obs, *flagged = flags("focus on door")  # a disambiguation prompt is a question, not a refusal
+    assert obs.startswith("Ambiguous request") and flagged == [False, False]
+    obs, *flagged = flags("look around")  # not a number: the simulator refuses the answer
+    assert obs.startswith(INVALID_REPLIES[1]) and flagged == [True, True]
+
+
 def test_constructor_rejects_bad_arguments_before_starting_a_jvm() -> None:
     from xtree_gym.envs.scienceworld import ScienceWorldEnv
 
@@ -111,6 +131,8 @@ def test_constructor_rejects_bad_arguments_before_starting_a_jvm() -> None:
         ScienceWorldEnv(task="boil", fold="G2")
     with pytest.raises(EnvConfigError, match="step_limit"):
         ScienceWorldEnv(step_limit=0)
+    with pytest.raises(EnvConfigError, match="without a task"):  # raised before any JVM starts
+        ScienceWorldEnv(lazy=True).reset(options={"variation": 3})
 
 
 def test_group_never_mixes_tasks(sciworld_jvm) -> None:
@@ -124,7 +146,7 @@ def test_group_never_mixes_tasks(sciworld_jvm) -> None:
             pairs = {(i["task"], i["variation"]) for i in infos}
             assert pairs == {(group.task, group.variation)}
             assert len({i["goal"] for i in infos}) == 1 and len(set(observations)) == 1
-            assert group.task in folds.SEEN_TYPES
+            assert group.task in folds.FOLD_TYPES
             assert group.variation in folds.split_variations(group.task, "test")
             seen.add(group.task)
             _, _, _, _, step_infos = group.step(["look around", None, "look around"])
@@ -148,6 +170,8 @@ def test_killed_jvm_truncates_then_recovers(sciworld_jvm, sciworld_env) -> None:
         assert truncated and not terminated and obs == "" and reward == 0.0
         assert "died" in info["fault"] and info["xtree"]["token"] == "observe<room>"
         assert sciworld_jvm.alive and sciworld_jvm.pid != old_pid and sciworld_jvm.generation == old_gen + 1
+        with pytest.raises(EnvConfigError, match="after a simulator fault"):
+            env.step("look around")  # the episode is gone: one clear error until the next reset
         # The other env's episode is gone too; it says so, and its next reset works.
         *_, truncated2, info2 = sciworld_env.step("look around")
         assert truncated2 and "restarted" in info2["fault"]

@@ -21,14 +21,18 @@ def test_task_type_split_is_19_plus_10_and_disjoint() -> None:
     assert folds.UNFOLDED_TYPES == ("use-thermometer",)
 
 
-def test_folds_are_disjoint_where_they_must_be() -> None:
-    train, g0, g1, g2 = (_pairs(n) for n in ("train", "G0", "G1", "G2"))
-    assert g0 == train  # G0 = seen tasks, seen variations
-    assert not train & g1  # G1: unseen variations of seen types
-    assert {t for t, _ in g1} == {t for t, _ in train}
-    assert not {t for t, _ in g2} & {t for t, _ in train}  # G2: unseen task types
-    assert not g1 & g2
-    assert [len(p) for p in (train, g1, g2)] == [2242, 1135, 549]
+def test_folds_are_rlvmrs_levels_and_disjoint_where_they_must_be() -> None:
+    train, train_all, g0, g1, g2 = (_pairs(n) for n in ("train", "train-all", "G0", "G1", "G2"))
+    types = {name: {t for t, _ in pairs} for name, pairs in (("train", train), ("all", train_all), ("G0", g0), ("G1", g1), ("G2", g2))}  # fmt: skip
+    # Sizes of RLVMR's index lists (L0 test 1661, L1 test 1684, L2 train 2242 / test 549, L0/L1 train 3322);
+    # the paper reports G0 n=1.6k, G1 n=1.6k, G2 n=0.5k.
+    assert [len(p) for p in (train, train_all, g0, g1, g2)] == [2242, 3322, 1661, 1684, 549]
+    assert types["G0"] == types["G1"] == types["all"] == set(folds.FOLD_TYPES)
+    assert types["train"] == set(folds.SEEN_TYPES) and types["G2"] == set(folds.HELD_OUT_TYPES)
+    assert not types["G2"] & types["train"]  # G2: task types its training set never shows
+    assert not train_all & g0 and not train_all & g1 and not g0 & g1  # evaluation never on trained variations
+    assert train < train_all and g2 < g1
+    assert {v for t, v in g0 if t == "boil"} == set(range(14, 21))  # ScienceWorld's dev split of boil
 
 
 def test_splits_partition_every_task() -> None:

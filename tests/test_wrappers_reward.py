@@ -101,10 +101,13 @@ def test_canonicalizer_when_the_env_reports_no_token(abc_tree):
 
 
 def test_invalid_steps_break_chains_unless_counted(abc_tree):
-    counted = run(XTreeBonus(Replay(list("ab"), invalid_at={1}), abc_tree), n=2)
+    counted = run(XTreeBonus(Replay(list("ab"), invalid_at={1}), abc_tree, count_invalid=True), n=2)
     assert counted[-1][4]["xtree"]["matched"] == ("S0",)
-    skipped = run(XTreeBonus(Replay(list("ab"), invalid_at={1}), abc_tree, count_invalid=False), n=2)
-    assert skipped[-1][4]["xtree"]["matched"] == ()
+    skipped = run(XTreeBonus(Replay(list("ab"), invalid_at={1}), abc_tree), n=2)  # the default
+    assert skipped[-1][4]["xtree"]["matched"] == () and skipped[-1][4]["xtree"]["bonus"] == 0.0
+    # a refused step breaks the chain: "a", refused "b", "a", "b" completes S0 only at the end
+    broken = run(XTreeBonus(Replay(list("abab"), invalid_at={1}), abc_tree), n=4)
+    assert [s[4]["xtree"]["completed"] for s in broken] == [[], [], [], ["S0"]]
 
 
 def test_tiling_mode_pays_the_tiling_at_the_end(abc_tree):
@@ -127,6 +130,21 @@ def test_webshop_goal_options_and_task_come_from_the_reset_info():
     assert steps[-1][4]["xtree"]["bonus"] == pytest.approx(3.75)
     assert steps[-1][1] == pytest.approx(1.0 + 0.75 * 3.75)
     assert env.win_rate.rate("goal-7") == 1.0
+
+
+def test_the_default_invalid_test_reads_flags_not_text(abc_tree):
+    class Refuses(Replay):  # answers like ScienceWorld but flags nothing: the wrappers must not guess
+        def step(self, action: Any) -> tuple[str, float, bool, bool, dict]:
+            _, r, term, trunc, info = super().step(action)
+            return "No known action matches that input.", r, term, trunc, info
+
+    assert [s[1] for s in run(InvalidActionPenalty(Refuses(list("ab"))), n=2)] == [0.0, 0.0]
+    custom = InvalidActionPenalty(
+        Refuses(list("ab")), invalid_fn=lambda obs, info: obs.startswith("No known")
+    )
+    assert [s[1] for s in run(custom, n=2)] == pytest.approx([-0.1, -0.1])
+    kept = run(XTreeBonus(Refuses(list("ab")), abc_tree), n=2)  # nothing flagged: the tokens count
+    assert kept[-1][4]["xtree"]["matched"] == ("S0",)
 
 
 def test_invalid_action_penalty_reads_both_conventions():
@@ -184,11 +202,13 @@ def test_live_scienceworld_gold_episode(sciworld_env, sw_gold_corpus, sw_gold_tr
         assert info["won"] == traj.success
         gold_bonus = info["xtree"]["episode_bonus"]
         assert gold_bonus == pytest.approx(sequence_bonus(sw_gold_tree, tokens).total) and gold_bonus > 0
-    # ScienceWorld flags nothing on a refused action; the penalty wrapper reads its answer
+    # the env flags a refused action itself; the penalty wrapper reads the flag, not the simulator's text
     penalized = InvalidActionPenalty(sciworld_env)
     penalized.reset(options={"task": traj.task, "variation": traj.extra["variation"]})
-    assert penalized.step("open door to nowhere")[1] == pytest.approx(-0.1)
-    assert penalized.step(traj.steps[0].action)[4]["invalid_penalty"] == 0.0
+    _, reward, _, _, info = penalized.step("open door to nowhere")
+    assert reward == pytest.approx(-0.1) and info["invalid_action"] and info["xtree"]["invalid"]
+    _, _, _, _, info = penalized.step(traj.steps[0].action)
+    assert info["invalid_penalty"] == 0.0 and not info["invalid_action"] and not info["xtree"]["invalid"]
     # the group: the gold rollout wins, two cut-short rollouts fail (offline bonus of their prefixes)
     cut = [sequence_bonus(sw_gold_tree, tokens[:k]).total for k in (len(tokens) // 2, 2)]
     r = group_rewards([1.0, 0.0, 0.0], [gold_bonus, *cut], [True, False, False], 0.75, 0.4)
@@ -212,18 +232,21 @@ def test_webshop_design_on_the_real_env(webshop_env, shared_dir):
         goal_options = webshop_env.goals[idx].goal_options
         env = InvalidActionPenalty(XTreeBonus(webshop_env, tree, bonus="webshop", weight=1.0))
         _, info = env.reset(options={"goal_idx": idx})
-        total, tokens, invalid = 0.0, [], 0
+        total, tokens, executed, invalid = 0.0, [], [], 0
         for a in actions:
             _, reward, _, _, info = env.step(a)
             total += reward
             tokens.append(info["xtree"]["token"])
+            executed.append(
+                "<refused>" if info["invalid"] else tokens[-1]
+            )  # a refused click executes nothing
             invalid += info["invalid"]
         assert tokens == [s["token"] for s in rec["steps"]]
-        offline = sequence_bonus(tree, tokens, "webshop", goal_options=goal_options)
+        offline = sequence_bonus(tree, executed, "webshop", goal_options=goal_options)
         assert info["xtree"]["episode_bonus"] == pytest.approx(offline.total) and offline.total > 0
         assert total == pytest.approx(rec["reward"] + offline.total - 0.1 * invalid)
         # without the goal's options every typed option counts: never less
-        assert sequence_bonus(tree, tokens, WebShopBonus()).total >= offline.total
+        assert sequence_bonus(tree, executed, WebShopBonus()).total >= offline.total
         assert (variant == "detour") == (invalid > 0)
 
 

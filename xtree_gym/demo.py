@@ -82,7 +82,9 @@ def format_tree(tree: Any, top: int = 10) -> str:
         f"depths: {depth}",
     ]
     if tree.nodes and all(n.success is None for n in tree.nodes):
-        lines.append("(succ -: every episode succeeded, so node success rates are undefined)")
+        lines.append(
+            "(succ -: the corpus holds successful episodes only, so the tree records no success rates)"
+        )
     ranked = sorted(tree.nodes, key=lambda n: (-len(n.task_types or []), -n.length, -n.count, n.id))[:top]
     for n in ranked:
         succ = "-" if n.success is None else f"{n.success:.2f}"
@@ -122,6 +124,8 @@ def run_demo(
     from .mining import mine
 
     out_stream = stream or sys.stdout
+    # An id such as "1-1" resolves; a typo is refused now, not silently replaced by another episode.
+    show_task = folds.resolve_task(show_task) if show_task else None
 
     def say(text: str = "") -> None:
         print(text, file=out_stream, flush=True)
@@ -185,7 +189,7 @@ def register_cli(subparsers: Any, collect_subparsers: Any) -> None:
     p = subparsers.add_parser(
         "demo",
         help="collect ScienceWorld gold episodes live, mine a tree, print it and one tiled episode",
-        description=__doc__.split("\n\n")[0] if __doc__ else None,
+        description=__doc__.split("\n\n")[0].replace("``", "") if __doc__ else None,
     )
     p.add_argument("--per-task", type=int, default=1, help="gold episodes per task type (default 1)")
     p.add_argument("--tasks", nargs="+", default=None, help="only these task types (names or ids)")

@@ -200,7 +200,7 @@ def register_cli(subparsers: Any, collect_subparsers: Any) -> None:
     p = collect_subparsers.add_parser(
         "scienceworld",
         help="replay ScienceWorld gold action sequences into a canonicalized corpus",
-        description=__doc__.split("\n\n")[0] if __doc__ else None,
+        description=__doc__.split("\n\n")[0].replace("``", "") if __doc__ else None,
     )
     p.add_argument("--split", choices=folds.SPLITS, default="train", help="variation split (default train)")
     p.add_argument(

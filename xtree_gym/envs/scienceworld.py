@@ -9,6 +9,11 @@ After every step ``info["xtree"]`` holds the canonical action (``canonicalize("s
 fault (the JVM died or a call hung: the env restarts the JVM, says why in ``info["fault"]``, and the
 next ``reset`` works). ``info["won"]`` is ``score == 100`` -- a positive score at a timeout is no win.
 
+An action the simulator cannot parse (it answers ``"No known action matches that input."``, or
+``"Unknown action. ..."`` to a bad answer to a disambiguation prompt) is flagged by the env itself:
+``info["invalid_action"]`` and ``info["xtree"]["invalid"]`` are true, the convention of every
+XTree-* env, so reward wrappers need no ScienceWorld text matching.
+
 A GRPO group must hold n copies of *one* task variation: :class:`ScienceWorldGroup` samples the task
 once per group reset and resets every member with it.
 """
@@ -35,6 +40,19 @@ except ImportError as _exc:  # pragma: no cover - gymnasium is in the [sciencewo
     raise missing_dependency("gymnasium", "scienceworld", "XTree-ScienceWorld-v0") from _exc
 
 _TEXT = spaces.Text(max_length=1 << 16, charset=string.printable)
+
+INVALID_REPLIES: tuple[str, ...] = ("No known action matches that input.", "Unknown action.")
+"""How the simulator starts its answer to an action it cannot run (checked against the jar in tests)."""
+
+
+def is_invalid_reply(observation: str) -> bool:
+    """Whether ``observation`` is the simulator refusing the action (what ``info["invalid_action"]`` says).
+
+    Example:
+        >>> is_invalid_reply("No known action matches that input."), is_invalid_reply("The door is now open.")
+        (True, False)
+    """
+    return observation.startswith(INVALID_REPLIES)
 
 
 def _py4j_error() -> type[Exception]:
@@ -199,6 +217,11 @@ class ScienceWorldEnv(gym.Env[str, str]):
         task = opts.get("task", self.task)
         task = folds.resolve_task(task) if task is not None else None
         variation = opts.get("variation", self.variation if task == self.task else None)
+        if task is None and variation is not None:
+            raise EnvConfigError(
+                f"variation={variation!r} was given without a task",
+                fix='pass options={"task": ..., "variation": ...} or build the env with task=',
+            )
         if variation is None:
             task, variation = folds.sample_task_variation(
                 self.np_random, fold=self.fold, split=self.split, task=task, tasks=self.tasks
@@ -244,6 +267,10 @@ class ScienceWorldEnv(gym.Env[str, str]):
         """Run one action; reward is the score change (points, -100..100)."""
         if self._traj is None:
             raise EnvConfigError("step() called before reset()", fix="call env.reset() first")
+        if self._iface is None:  # a fault dropped the handle; the restarted JVM holds no episode
+            raise EnvConfigError(
+                "step() after a simulator fault ended the episode", fix="call env.reset() to load a new one"
+            )
         action = str(action)
         traj = self._traj
         traj.steps.append(Step(action=action))
@@ -252,7 +279,7 @@ class ScienceWorldEnv(gym.Env[str, str]):
         assert self.jvm is not None
         err = _py4j_error()
         try:
-            if self._gen != self.jvm.generation or self._iface is None:
+            if self._gen != self.jvm.generation:
                 raise err("simulator handle is from a previous JVM")
             self._watchdog.arm(self.step_timeout)
             try:
@@ -269,7 +296,7 @@ class ScienceWorldEnv(gym.Env[str, str]):
             self._steps += 1
             self._done = True
             info = self._base_info()
-            info.update(fault=reason, xtree=canonical.to_info())
+            info.update(fault=reason, xtree={**canonical.to_info(), "invalid": False}, invalid_action=False)
             return "", 0.0, False, True, info
         reward = float(score - self._score)
         self._score = score
@@ -279,9 +306,11 @@ class ScienceWorldEnv(gym.Env[str, str]):
         terminated = completed or score < 0
         truncated = not terminated and self.step_limit is not None and self._steps >= self.step_limit
         self._done = terminated or truncated
+        invalid = is_invalid_reply(obs)
         info = self._base_info()
         info["moves"] = moves
-        info["xtree"] = canonical.to_info()
+        info["invalid_action"] = invalid
+        info["xtree"] = {**canonical.to_info(), "invalid": invalid}
         if self.return_valid_actions:
             info["valid_actions"] = self.valid_actions()
         return obs, reward, terminated, truncated, info

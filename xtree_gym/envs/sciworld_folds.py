@@ -4,15 +4,18 @@ Everything here is plain Python: no JVM is started. The variation splits are Sci
 (``getVariationsTrain/Dev/Test``; each is a contiguous range, so a task's split is two cut points), and
 ``tests/test_scienceworld_folds.py`` checks this table against the running simulator.
 
-Folds (paper §4; task-type split from RLVMR, Zhang et al. 2025, ``variations_idx/L2_idx.json``):
+Folds (paper §4: G0 n=1.6k, G1 n=1.6k, G2 n=0.5k) are RLVMR's (Zhang et al. 2025) three levels, whose
+index files ``variations_idx/L{0,1,2}_idx.json`` each hold a training and an evaluation list:
 
-* ``train`` -- the 19 seen task types x their ScienceWorld *train* variations (what a policy trains on);
-* ``G0``    -- seen tasks: the same 19 types x their *train* variations (evaluation on seen instances);
-* ``G1``    -- unseen variations: the 19 seen types x their *test* variations;
-* ``G2``    -- unseen task types: the 10 held-out types x their *test* variations.
+* ``G0``        -- seen tasks (RLVMR L0): the 29 fold types x their *dev* variations (1661);
+* ``G1``        -- unseen variations (RLVMR L1): the 29 fold types x their *test* variations (1684);
+* ``G2``        -- unseen task types (RLVMR L2): the 10 held-out types x their *test* variations (549);
+* ``train``     -- what G2 trains on (RLVMR L2): the 19 seen types x their *train* variations (2242);
+  it shares no variation with G0 or G1 and no task type with G2, so it is safe for all three;
+* ``train-all`` -- what G0 and G1 train on (RLVMR L0 and L1): the 29 fold types x *train* (3322).
 
-RLVMR's L2 index lists 19 training and 10 test task types; ``use-thermometer`` (task 2-1) is in neither
-list, so it belongs to no fold (it is still reachable with ``fold=None`` and an explicit task).
+RLVMR's lists name 29 types: ``use-thermometer`` (task 2-1) is in none of them, so it belongs to no
+fold (it is still reachable with ``fold=None`` and an explicit task). G2 is a subset of G1.
 """
 
 from __future__ import annotations
@@ -71,17 +74,19 @@ HELD_OUT_TYPES: tuple[str, ...] = tuple(TASK_NAMES[i] for i in (1, 4, 8, 11, 13,
 SEEN_TYPES: tuple[str, ...] = tuple(
     TASK_NAMES[i] for i in (0, 2, 3, 5, 6, 7, 9, 10, 12, 14, 15, 17, 19, 20, 22, 23, 25, 26, 27)
 )
-"""The 19 training task types (folds train, G0, G1)."""
+"""The 19 task types G2's policy trains on (fold ``train``)."""
 UNFOLDED_TYPES: tuple[str, ...] = tuple(
     t for t in TASK_NAMES if t not in HELD_OUT_TYPES and t not in SEEN_TYPES
 )
 """Task types in no fold (``use-thermometer``)."""
+FOLD_TYPES: tuple[str, ...] = tuple(t for t in TASK_NAMES if t not in UNFOLDED_TYPES)
+"""The 29 task types of RLVMR's lists (folds G0, G1, train-all)."""
 
 SLOW_GOLD_TYPES: tuple[str, ...] = ("mendelian-genetics-known-plant", "mendelian-genetics-unknown-plant")
 """Tasks whose gold path takes seconds to generate and sometimes replays to a negative score."""
 
 SPLITS = ("train", "dev", "test")
-FOLDS = ("train", "G0", "G1", "G2")
+FOLDS = ("train", "train-all", "G0", "G1", "G2")
 
 _ID_TO_NAME = {tid: name for name, (tid, *_rest) in TASKS.items()}
 
@@ -125,7 +130,7 @@ class Fold:
     """A set of (task type, variation split) pairs to sample episodes from."""
 
     name: str
-    """``train``, ``G0``, ``G1`` or ``G2``."""
+    """One of :data:`FOLDS`."""
     task_types: tuple[str, ...]
     """Task types in the fold, in the simulator's order."""
     split: str
@@ -150,21 +155,26 @@ class Fold:
 
 
 def get_fold(name: str) -> Fold:
-    """The fold called ``name`` (``train``, ``G0``, ``G1``, ``G2``; case-insensitive).
+    """The fold called ``name`` (one of :data:`FOLDS`; case-insensitive).
 
     Example:
-        >>> f = get_fold("g2")
-        >>> len(f.task_types), f.split, f.count()
-        (10, 'test', 549)
+        >>> [(f.name, len(f.task_types), f.split, f.count()) for f in map(get_fold, ("g0", "G1", "G2"))]
+        [('G0', 29, 'dev', 1661), ('G1', 29, 'test', 1684), ('G2', 10, 'test', 549)]
     """
-    key = name.strip().upper() if name.strip().lower() != "train" else "train"
-    if key == "train" or key == "G0":
-        return Fold(key, SEEN_TYPES, "train")
-    if key == "G1":
-        return Fold(key, SEEN_TYPES, "test")
-    if key == "G2":
-        return Fold(key, HELD_OUT_TYPES, "test")
-    raise EnvConfigError(f"unknown fold {name!r}", fix=f"use one of {', '.join(FOLDS)}")
+    key = name.strip().upper()
+    if key in ("TRAIN", "TRAIN-ALL"):
+        key = key.lower()
+    folds = {
+        "train": (SEEN_TYPES, "train"),
+        "train-all": (FOLD_TYPES, "train"),
+        "G0": (FOLD_TYPES, "dev"),
+        "G1": (FOLD_TYPES, "test"),
+        "G2": (HELD_OUT_TYPES, "test"),
+    }
+    if key not in folds:
+        raise EnvConfigError(f"unknown fold {name!r}", fix=f"use one of {', '.join(FOLDS)}")
+    types, split = folds[key]
+    return Fold(key, types, split)
 
 
 def candidate_variations(task: str, *, fold: str | None, split: str | None) -> Sequence[int]:

@@ -37,10 +37,11 @@ _BREAK = "\x00invalid"  # a token no node contains: feeding it breaks every part
 
 
 def is_invalid(info: Mapping[str, Any]) -> bool:
-    """Whether the env rejected the action.
+    """Whether the env rejected the action, as the env itself reports it.
 
-    Envs say so in one of three places: ``info["invalid_action"]`` (BrowserGym, Countdown),
-    ``info["invalid"]`` (WebShop) or ``info["xtree"]["invalid"]``.
+    Every XTree-* env sets ``info["invalid_action"]`` and ``info["xtree"]["invalid"]``
+    (ScienceWorld's included: it flags the simulator's "No known action matches that input.");
+    ``info["invalid"]`` (the original WebShop key) is read too. No env-specific text is matched here.
 
     Example:
         >>> is_invalid({"xtree": {"invalid": True}}), is_invalid({"invalid_action": False}), is_invalid({})
@@ -49,22 +50,20 @@ def is_invalid(info: Mapping[str, Any]) -> bool:
     if info.get("invalid_action") or info.get("invalid"):
         return True
     x = info.get("xtree")
-    return bool(x.get("invalid")) if isinstance(x, Mapping) else False
-
-
-_SW_INVALID = "No known action matches that input."  # ScienceWorld's answer to an unparsable action
+    return bool(x.get("invalid")) if type(x) is dict or isinstance(x, Mapping) else False
 
 
 def invalid_step(obs: Any, info: Mapping[str, Any]) -> bool:
-    """The default invalid-action test of both wrappers: :func:`is_invalid`, or ScienceWorld's refusal.
+    """The default ``invalid_fn(obs, info)`` of both wrappers: :func:`is_invalid` on ``info``.
 
-    ScienceWorld flags nothing in ``info``; it answers ``"No known action matches that input."``.
+    ``obs`` is part of the signature so a custom test can read the observation of an env that flags
+    nothing; the default ignores it.
 
     Example:
-        >>> invalid_step("No known action matches that input.", {}), invalid_step("The door is now open.", {})
-        (True, False)
+        >>> invalid_step("No known action matches that input.", {}), invalid_step("", {"invalid_action": True})
+        (False, True)
     """
-    return is_invalid(info) or (isinstance(obs, str) and obs.startswith(_SW_INVALID))
+    return is_invalid(info)
 
 
 def _default_won(reward: float, info: Mapping[str, Any]) -> bool:
@@ -128,8 +127,12 @@ class XTreeBonus(gym.Wrapper):
       the group win rate for libraries that step one env at a time.
 
     ``bonus`` is a b_v design (``"depth"``, ``"webshop"`` or a callable); the WebShop design reads the
-    goal's option types from the reset info (``goal_options`` or ``goal["goal_options"]``). With
-    ``count_invalid=False`` an action ``invalid_fn(obs, info)`` rejects breaks every partial match;
+    goal's option types from the reset info (``goal_options`` or ``goal["goal_options"]``). An action
+    the env flags as invalid (``invalid_fn(obs, info)``, by default :func:`is_invalid` on ``info``)
+    executed nothing, so it earns nothing and breaks every partial match (matched(τ) holds the nodes
+    τ actually executes, §3.3; a canonicalizer still gives "open door to nowhere" the token
+    ``open<door>``, and counting it would let a policy farm bonuses with refused actions);
+    ``count_invalid=True`` counts its token anyway;
     ``matching="tiling"`` pays the episode's top-level tiling at its last step instead of streaming.
 
     Example:
@@ -164,7 +167,7 @@ class XTreeBonus(gym.Wrapper):
         lambda0: float = LAMBDA0,
         w_ref: float = W_REF["scienceworld"],
         window: int = 8,
-        count_invalid: bool = True,
+        count_invalid: bool = False,
         invalid_fn: Callable[[Any, Mapping[str, Any]], bool] = invalid_step,
         matching: str = "stream",
         task_fn: Callable[[Mapping[str, Any]], Hashable] = _default_task,
@@ -190,6 +193,7 @@ class XTreeBonus(gym.Wrapper):
         self.lambda0, self.w_ref = lambda0, w_ref
         self.win_rate = RunningWinRate(window)
         self.count_invalid, self.invalid_fn = count_invalid, invalid_fn
+        self._flags_only = invalid_fn is invalid_step  # the default test reads the env's flags only
         self.task_fn, self.won_fn = task_fn, won_fn
         self._canon = _resolve_canon(canonicalizer)
         self._nodes = {n.id: n for n in self.tree.nodes}  # node id -> Node
@@ -240,8 +244,13 @@ class XTreeBonus(gym.Wrapper):
             x = self._token(action, info)
         self._t += 1
         token = x["token"]
-        if not self.count_invalid and self.invalid_fn(obs, info):
-            token = _BREAK
+        if not self.count_invalid:
+            if self._flags_only:  # is_invalid inlined: x is info["xtree"], already at hand
+                refused = x.get("invalid") or info.get("invalid_action") or info.get("invalid")
+            else:
+                refused = self.invalid_fn(obs, info)
+            if refused:
+                token = _BREAK
         if self.matching == "tiling":
             return self._tiling_step(obs, reward, terminated, truncated, info, x, token)
         completed = self._matcher.feed(token)
@@ -255,20 +264,8 @@ class XTreeBonus(gym.Wrapper):
                     earned += ledger.grant(m.node, m.start, m.end, self.design(self._nodes[m.node], ctx))
             if len(matched) != len(self._matched):
                 self._matched = tuple(matched)
-            x["completed"] = [m.node for m in completed]
-        else:
-            x["completed"] = []
-        w = self._weight
-        env_reward = reward
-        if w is not None and earned:
-            reward = float(reward) + w * earned
-        x["bonus"] = earned
-        x["episode_bonus"] = self.ledger.total
-        x["matched"] = self._matched
-        x["weight"] = w
-        if (terminated or truncated) and self.weight_mode == "running":
-            self.win_rate.update(self._task, self.won_fn(float(env_reward), info))  # the verifier's, unshaped
-        return obs, reward, terminated, truncated, info
+        ids = [m.node for m in completed]
+        return self._finish(obs, reward, terminated, truncated, info, x, ids, earned)
 
     def _tiling_step(
         self,
@@ -322,9 +319,9 @@ class XTreeBonus(gym.Wrapper):
 class InvalidActionPenalty(gym.Wrapper):
     """Subtract ``penalty`` (0.1, Table 7) when the env rejects an action.
 
-    An action is invalid when ``info["invalid_action"]``, ``info["invalid"]`` or
-    ``info["xtree"]["invalid"]`` is true, or ScienceWorld answers that no action matches
-    (:func:`invalid_step`; pass ``invalid_fn(obs, info) -> bool`` for another env).
+    An action is invalid when the env says so: ``info["invalid_action"]``, ``info["invalid"]`` or
+    ``info["xtree"]["invalid"]`` is true (:func:`is_invalid`; every XTree-* env sets the first and
+    the last). Pass ``invalid_fn(obs, info) -> bool`` for an env that flags nothing.
     ``info["invalid_penalty"]`` records what was subtracted.
 
     Example:
