@@ -104,6 +104,8 @@ class StreamingMatcher:
 
     def __init__(self, patterns: Iterable[tuple[str, Sequence[str]]]) -> None:
         self._ac = _Automaton((node, tuple(exp)) for node, exp in patterns)
+        self._goto = self._ac.goto  # state -> token -> state (shared, filled lazily)
+        self._out = self._ac.out  # state -> ((node, length), ...)
         self.state = 0
         self.position = 0  # number of tokens fed since reset
 
@@ -113,9 +115,11 @@ class StreamingMatcher:
 
     def feed(self, token: str) -> list[Match]:
         """Advance by one token; the matches completed at it, shortest span first."""
-        self.state = self._ac.step(self.state, token)
+        # The common case is one memoized DFA edge: a dict lookup, no method call.
+        nxt = self._goto[self.state].get(token)
+        self.state = nxt if nxt is not None else self._ac.step(self.state, token)
         self.position += 1
-        out = self._ac.out[self.state]
+        out = self._out[self.state]
         if not out:
             return []
         end = self.position
