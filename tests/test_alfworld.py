@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -75,3 +76,87 @@ def test_import_is_lazy() -> None:
     code = "import sys, xtree_gym.envs.alfworld, xtree_gym.canon.alfworld; print('alfworld' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+class _State(dict):
+    """What textworld returns: a dict of requested infos with a ``feedback`` attribute."""
+
+    def __init__(self, feedback: str, **infos: object) -> None:
+        super().__init__(infos)
+        self.feedback = feedback
+
+
+class _ScriptedGame:
+    """A stand-in for ``textworld.start(...)`` (ALFWorld's games are not available here)."""
+
+    ADMISSIBLE: ClassVar[list[str]] = [
+        "go to shelf 1",
+        "take mug 1 from shelf 1",
+        "go to desk 1",
+        "put mug 1 in/on desk 1",
+    ]
+    FEEDBACK: ClassVar[dict[str, str]] = {
+        "go to shelf 1": "You arrive at shelf 1.",
+        "take mug 1 from shelf 1": "You pick up the mug 1 from the shelf 1.",
+        "go to desk 1": "You arrive at desk 1.",
+        "put mug 1 in/on desk 1": "You put the mug 1 in/on the desk 1.",
+    }
+
+    def reset(self) -> _State:
+        return _State("You are in the middle of a room.", won=False, admissible_commands=self.ADMISSIBLE)
+
+    def step(self, cmd: str) -> tuple[_State, float, bool]:
+        won = cmd.startswith("put mug 1")
+        state = _State(
+            self.FEEDBACK.get(cmd, "Nothing happens."), won=won, admissible_commands=self.ADMISSIBLE
+        )
+        return state, float(won), won
+
+    def close(self) -> None:
+        pass
+
+
+def _scripted_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **overrides: object) -> ALFWorldEnv:
+    d = tmp_path / "json_2.1.1" / "train" / "pick_and_place-Mug/trial_1"
+    d.mkdir(parents=True)
+    (d / "game.tw-pddl").write_text("{}")
+    env = ALFWorldEnv(data_dir=str(tmp_path), **overrides)
+    monkeypatch.setattr(env, "_open", lambda path: setattr(env, "_tw", _ScriptedGame()))
+    return env
+
+
+def test_step_logic_on_a_scripted_game(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Holding, invalid flags, +10 and termination (the TextWorld game itself is a stand-in)."""
+    env = _scripted_env(tmp_path, monkeypatch)
+    _, info = env.reset(seed=0)
+    assert info["game_file"].endswith("trial_1/game.tw-pddl") and info["holding"] is False
+    rows = []
+    for cmd in [
+        "go to shelf 1",
+        "jump around",
+        "take mug 1 from shelf 1",
+        "go to desk 1",
+        "put mug 1 in/on desk 1",
+    ]:
+        _, reward, terminated, truncated, info = env.step(cmd)
+        rows.append(
+            (LABELS[info["xtree"]["token"]], info["invalid_action"], info["xtree"]["invalid"], reward)
+        )
+    assert rows == [
+        ("Explore", False, False, 0.0),
+        ("Explore", True, True, 0.0),  # not admissible: flagged under both keys
+        ("Take", False, False, 0.0),
+        ("Transport", False, False, 0.0),  # holding the mug: go to is Transport
+        ("Deliver", False, False, 10.0),
+    ]
+    assert terminated and not truncated and info["won"] and info["end"] == "success"
+    with pytest.raises(EnvConfigError, match="after the episode ended"):
+        env.step("look")
+
+
+def test_scripted_game_times_out_at_the_horizon(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    env = _scripted_env(tmp_path, monkeypatch, horizon=3)
+    env.reset(seed=0)
+    outs = [env.step("go to shelf 1") for _ in range(3)]
+    assert [o[3] for o in outs] == [False, False, True] and outs[-1][4]["end"] == "timeout"
+    assert not any(o[2] for o in outs) and all(o[1] == 0.0 for o in outs)

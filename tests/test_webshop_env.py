@@ -162,12 +162,15 @@ def test_invalid_actions_change_nothing(webshop_env):
     obs0, _ = _reset(webshop_env)
     for bad in ["click[nothing here]", "jump", "search[]", "click[search]", "buy now", "click[buy now]"]:
         obs, reward, term, _, info = webshop_env.step(bad)
-        assert info["invalid"], bad
+        assert info["invalid"] and info["invalid_action"] and info["xtree"]["invalid"], bad
         assert (obs, reward, term) == (obs0, 0.0, False)
         assert "xtree" in info and info["xtree"]["raw"] == bad
-    obs, *_ = webshop_env.step("search[shampoo]")
+    with pytest.raises(EnvConfigError, match="actions are strings, got NoneType"):
+        webshop_env.step(None)
+    obs, *_, info = webshop_env.step("search[shampoo]")
+    assert not info["invalid_action"] and not info["xtree"]["invalid"]
     obs1, reward, term, _, info = webshop_env.step("search[pillow]")  # no search bar on results page
-    assert info["invalid"] and obs1 == obs
+    assert info["invalid"] and info["invalid_action"] and obs1 == obs
 
 
 def test_step_limit_truncates(webshop_data_dir):

@@ -7,8 +7,9 @@ it starts in about a second and keeps one shared, read-only catalogue per proces
 Actions are ``search[query]`` (on the search page) and ``click[value]`` for anything clickable on
 the current page (value lower-cased: ``click[b07b6dvg41]``, ``click[next >]``, ``click[large]``,
 ``click[buy now]``). Anything else is an *invalid action*: reward 0, not done, nothing changes,
-``info["invalid"] = True``. ``click[buy now]`` ends the episode with the purchase reward;
-``info["won"]`` is ``reward == 1.0``. Every step puts the canonical token of the action in
+``info["invalid"] = info["invalid_action"] = True`` (the second key is the convention every
+X-Tree env shares; ``info["xtree"]["invalid"]`` says the same). ``click[buy now]`` ends the
+episode with the purchase reward; ``info["won"]`` is ``reward == 1.0``. Every step puts the canonical token of the action in
 ``info["xtree"]`` (canonicalized with the goal's options as context).
 """
 
@@ -167,8 +168,9 @@ class WebShopEnv(_Base):
         click<item> 0.0 False
         click<option-size> 0.0 False
         click<buy> 1.0 True
-        >>> env.step("click[nowhere]")[4]["invalid"]
-        True
+        >>> info = env.step("click[nowhere]")[4]
+        >>> info["invalid"], info["invalid_action"], info["xtree"]["invalid"]
+        (True, True, True)
         >>> tmp.cleanup()
     """
 
@@ -251,6 +253,11 @@ class WebShopEnv(_Base):
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if self.goal is None:
             raise EnvConfigError("step() called before reset()", fix="call env.reset() first")
+        if not isinstance(action, str):
+            raise EnvConfigError(
+                f"WebShop actions are strings, got {type(action).__name__}: {action!r}",
+                fix="pass 'search[query]' or 'click[value]'",
+            )
         name, arg = parse_action(action)
         reward, invalid = 0.0, False
         info: dict[str, Any] = {}
@@ -268,14 +275,17 @@ class WebShopEnv(_Base):
             not self._done and self.config.max_steps is not None and self._steps >= self.config.max_steps
         )
         canon = self._canon(action, {"goal_options": dict(self.goal.goal_options)})
+        xtree = canon.to_info()
+        xtree["invalid"] = invalid
         info.update(
             {
                 "invalid": invalid,
+                "invalid_action": invalid,
                 "won": won,
                 "page": self.state.page,
                 "goal_idx": self.goal.index,
                 "available_actions": self.get_available_actions(),
-                "xtree": canon.to_info(),
+                "xtree": xtree,
             }
         )
         return self.observation, reward, self._done, truncated, info
