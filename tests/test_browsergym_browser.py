@@ -132,7 +132,7 @@ def test_collect_cli_random_and_recanonicalize(tmp_path: Path, browser_chromium:
     canon = get_canonicalizer("miniwob")
     for traj in corpus:
         assert traj.goal.startswith("Select ") and traj.extra["initial_observation"].startswith("RootWebArea")
-        assert 1 <= len(traj.steps) <= 4
+        assert 0 < len(traj.steps) <= 4
         for i, step in enumerate(traj.steps):
             assert step.observation.startswith("RootWebArea") and isinstance(step.extra["element"], dict)
             # the stored element reproduces the stored token offline

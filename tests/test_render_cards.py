@@ -80,7 +80,7 @@ def test_webshop_card_lines_follow_the_format_and_ranking(shop):
     base = round(100 * usage.base_rate)
     for card in cards.values():
         chains = [m for line in card.lines if (m := _LINE.match(line))]
-        assert 1 <= len(chains) <= 6
+        assert 0 < len(chains) <= 6
         pcts = [int(m["pct"]) for m in chains]
         assert pcts == sorted(pcts, reverse=True)  # ranked by corpus success
         for m in chains:
