@@ -1,0 +1,1 @@
+"""LLM policies and trainers (SFT, GRPO, offline node RL, OPSD): a later issue; nothing here yet."""
