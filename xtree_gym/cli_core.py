@@ -84,9 +84,12 @@ def cmd_mine(args: argparse.Namespace) -> int:
     )
     print("depth histogram: " + ", ".join(f"d{d}: {n}" for d, n in s["depth_histogram"].items()))
     print(f"compression ratio: {s['compression_ratio']:.3f} (primitives per symbol after tiling)")
-    print(
-        f"bound reached: {s['bound']} ({'cap' if s['bound'] == 'cap' else 'no pair passes the compression rule'})"
+    why = (
+        f"the node cap, {cfg.cap}"
+        if s["bound"] == "cap"
+        else "no pair passes the candidate and compression rules"
     )
+    print(f"bound reached: {s['bound']} ({why})")
     print(f"wrote {args.output}")
     return 0
 
