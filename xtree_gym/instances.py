@@ -259,7 +259,7 @@ def _random_merges(
     enc: Any, n_merges: int, cfg: MinerConfig, rng: np.random.Generator, progress: bool | None = False
 ) -> list[Any]:
     """The reference miner's loop with the best-X-Score choice replaced by a uniform draw."""
-    from .mining import Merge, is_candidate, merge_pair, merged_starts, positions_by_pair, x_score
+    from .mining import Merge, corpus_pair_stats, is_candidate, merge_everywhere, x_score
     from .progress import Progress
 
     bar = Progress(total=n_merges, desc="random tree", enabled=progress)
@@ -269,14 +269,7 @@ def _random_merges(
     length = [1] * len(enc.vocab)  # symbol id -> primitive length
     merges: list[Merge] = []
     while len(merges) < n_merges:
-        stats: dict[tuple[int, int], list[Any]] = {}  # pair -> [f, successes, task set, first (traj, start)]
-        for ti, seq in enumerate(seqs):
-            ok, task = bool(enc.success[ti]), int(enc.task[ti])
-            for pair, pos in positions_by_pair(seq).items():
-                st = stats.setdefault(pair, [0, 0, set(), (ti, starts[ti][pos[0]])])
-                st[0] += len(pos)
-                st[1] += len(pos) if ok else 0
-                st[2].add(task)
+        stats = corpus_pair_stats(seqs, starts, enc)  # the reference miner's counts
         pool = sorted(p for p, (f, s, tasks, _) in stats.items()
                       if is_candidate(f, length[p[0]] + length[p[1]], s / f, len(tasks), cfg))  # fmt: skip
         if not pool:
@@ -292,11 +285,7 @@ def _random_merges(
         merges.append(
             Merge(u, v, new, f, s, tuple(sorted(tasks)), x_score(f, length[new], s / f, cfg), first)
         )
-        for ti, seq in enumerate(seqs):
-            merged = merge_pair(seq, (u, v), new)
-            if len(merged) != len(seq):
-                starts[ti] = merged_starts(seq, starts[ti], (u, v))
-                seqs[ti] = merged
+        merge_everywhere(seqs, starts, (u, v), new)
         bar.update()
     bar.close()
     return merges

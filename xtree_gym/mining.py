@@ -227,16 +227,7 @@ def reference_mine(enc: EncodedCorpus, config: MinerConfig) -> list[Merge]:
     expansion: list[tuple[int, ...]] = [(i,) for i in range(P)]
     merges: list[Merge] = []
     while len(merges) < config.cap:
-        # (u, v) -> [f, successes, task set, first (traj, start)]
-        stats: dict[tuple[int, int], list[Any]] = {}
-        for ti, seq in enumerate(seqs):
-            ok = bool(enc.success[ti])
-            task = int(enc.task[ti])
-            for pair, pos_list in positions_by_pair(seq).items():
-                st = stats.setdefault(pair, [0, 0, set(), (ti, starts[ti][pos_list[0]])])
-                st[0] += len(pos_list)
-                st[1] += len(pos_list) if ok else 0
-                st[2].add(task)
+        stats = corpus_pair_stats(seqs, starts, enc)
         best: tuple[Any, ...] | None = None
         for (u, v), (f, s, tasks, first) in stats.items():
             length = len(expansion[u]) + len(expansion[v])
@@ -253,12 +244,36 @@ def reference_mine(enc: EncodedCorpus, config: MinerConfig) -> list[Merge]:
         new = P + len(merges)
         expansion.append(expansion[u] + expansion[v])
         merges.append(Merge(u, v, new, f, s, tuple(sorted(tasks)), x, first))
-        for ti, seq in enumerate(seqs):
-            merged = merge_pair(seq, (u, v), new)
-            if len(merged) != len(seq):
-                starts[ti] = merged_starts(seq, starts[ti], (u, v))
-                seqs[ti] = merged
+        merge_everywhere(seqs, starts, (u, v), new)
     return merges
+
+
+def corpus_pair_stats(
+    seqs: Sequence[Sequence[int]], starts: Sequence[Sequence[int]], enc: EncodedCorpus
+) -> dict[tuple[int, int], list[Any]]:
+    """Every pair's statistics over the current sequences, recounted from scratch.
+
+    Returns ``(u, v) -> [f, successes, task-type set, first (trajectory, primitive start)]``.
+    """
+    stats: dict[tuple[int, int], list[Any]] = {}
+    for ti, seq in enumerate(seqs):
+        ok = bool(enc.success[ti])
+        task = int(enc.task[ti])
+        for pair, pos_list in positions_by_pair(seq).items():
+            st = stats.setdefault(pair, [0, 0, set(), (ti, starts[ti][pos_list[0]])])
+            st[0] += len(pos_list)
+            st[1] += len(pos_list) if ok else 0
+            st[2].add(task)
+    return stats
+
+
+def merge_everywhere(seqs: list[list[int]], starts: list[list[int]], pair: tuple[int, int], new: int) -> None:
+    """Apply one merge to every sequence in place, keeping each symbol's primitive start index."""
+    for ti, seq in enumerate(seqs):
+        merged = merge_pair(seq, pair, new)
+        if len(merged) != len(seq):
+            starts[ti] = merged_starts(seq, starts[ti], pair)
+            seqs[ti] = merged
 
 
 def positions_by_pair(seq: Sequence[int]) -> dict[tuple[int, int], list[int]]:
