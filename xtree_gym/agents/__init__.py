@@ -1,1 +1,6 @@
-"""LLM policies and trainers (SFT, GRPO, offline node RL, OPSD): a later issue; nothing here yet."""
+"""LLM policies, harnesses, group rollouts, evaluation and trainers (SFT, GRPO, offline node RL, OPSD).
+
+Rooms (each only looks down): ``types`` (Turn, Episode, GenRequest, Generation) → ``models``,
+``generation`` (+ ``vllm``), ``harness/`` → ``rollout`` → ``evaluate``; ``advantages`` and
+``losses`` (pure) → ``config``, ``trainer`` → ``sft``, ``offline``.
+"""

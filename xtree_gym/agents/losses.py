@@ -1,0 +1,121 @@
+"""Losses as pure functions on tensors: clipped policy ratio, k3 KL, OPSD (Eq. 4), SFT CE.
+
+Shapes: every per-token tensor is ``[B, T]`` (rows × target positions), ``mask`` is ``[B, T]``
+with 1.0 on the tokens that count (completion tokens of the row) and 0.0 elsewhere.
+
+Loss normalisation (written down and tested): :func:`masked_mean` with ``denom=None`` is the mean
+over all masked tokens of the batch ("token-mean", as DAPO / TRL's ``loss_type="dapo"``); the
+trainer passes ``denom`` = the masked-token count of the whole optimizer step, so that gradient
+accumulation over micro-batches sums to exactly that token-mean.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def masked_mean(x: torch.Tensor, mask: torch.Tensor, denom: float | None = None) -> torch.Tensor:
+    """``Σ x·mask / denom`` (``denom`` defaults to ``Σ mask``, at least 1).
+
+    Example:
+        >>> x = torch.tensor([[1.0, 2.0, 9.0], [3.0, 9.0, 9.0]])
+        >>> m = torch.tensor([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
+        >>> masked_mean(x, m).item(), masked_mean(x, m, denom=6).item()
+        (2.0, 1.0)
+    """
+    total = (x * mask).sum()
+    if denom is None:
+        denom = max(float(mask.sum().item()), 1.0)
+    return total / denom
+
+
+def clipped_policy_loss(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    eps_low: float = 0.2,
+    eps_high: float = 0.2,
+    denom: float | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """PPO's clipped surrogate, negated: ``−min(ρ·A, clip(ρ, 1−ε_low, 1+ε_high)·A)``, token-mean.
+
+    ``advantages`` is ``[B]`` (one per row, broadcast over its tokens) or ``[B, T]``. Returns
+    ``(loss, clip_fraction)``; the fraction is the share of masked tokens where clipping bit.
+
+    Example:
+        >>> lp = torch.tensor([[0.0, 0.0]]); m = torch.ones(1, 2)
+        >>> old = torch.log(torch.tensor([[0.5, 2.0]])).neg()  # ρ = 0.5 and 2.0
+        >>> loss, frac = clipped_policy_loss(lp, old, torch.tensor([1.0]), m)
+        >>> round(loss.item(), 4), frac.item()  # -(0.5 + 1.2) / 2: the ρ = 2 token is clipped
+        (-0.85, 0.5)
+    """
+    if advantages.dim() == 1:
+        advantages = advantages[:, None]
+    ratio = torch.exp(logp - old_logp)
+    unclipped = ratio * advantages
+    clipped = torch.clamp(ratio, 1.0 - eps_low, 1.0 + eps_high) * advantages
+    per_token = -torch.minimum(unclipped, clipped)
+    bit = (clipped < unclipped).float()
+    with torch.no_grad():
+        frac = masked_mean(bit, mask)
+    return masked_mean(per_token, mask, denom), frac
+
+
+def k3_kl(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
+    """Per-token k3 estimator of KL(π_θ ‖ π_ref): ``exp(r) − r − 1`` with ``r = log π_ref − log π_θ``.
+
+    Non-negative, zero where the two agree.
+
+    Example:
+        >>> k3_kl(torch.tensor([0.0, -1.0]), torch.tensor([0.0, 0.0])).tolist()  # r = 0, 1
+        [0.0, 0.7182817459106445]
+    """
+    r = ref_logp - logp
+    return torch.exp(r) - r - 1.0
+
+
+def opsd_term(
+    student_logps: torch.Tensor,
+    teacher_logps: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    beta: float,
+    c: float,
+) -> torch.Tensor:
+    """Eq. 4's distillation term: ``c · mean_seq( (1/|y|) Σ_t g_t δ_t )``.
+
+    ``δ_t = log π_θ̄(y_t | s_tea) − log π_θ(y_t | s_stu)``; ``g_t = σ(β δ_t)``. The teacher's logps
+    and the gate carry no gradient, so ``∂term/∂ student_logp_t = −c · g_t / (|y| · B)``:
+    minimising it raises the student's probability where the privileged context leads.
+    Per-sequence mean over ``mask``, then the batch mean (rows with an empty mask count 0).
+
+    Example:
+        >>> s = torch.tensor([[-1.0, -2.0], [-1.0, -3.0]], requires_grad=True)
+        >>> t = torch.tensor([[-1.0, -1.0], [-2.0, 0.0]])
+        >>> m = torch.tensor([[1.0, 1.0], [1.0, 0.0]])
+        >>> term = opsd_term(s, t, m, beta=0.0, c=1.0)  # g = 0.5 everywhere
+        >>> term.item()  # row 0: 0.5·(0 + 1)/2 = 0.25; row 1: 0.5·(−1)/1 = −0.5; mean −0.125
+        -0.125
+        >>> term.backward(); s.grad.tolist()
+        [[-0.125, -0.125], [-0.25, 0.0]]
+    """
+    teacher = teacher_logps.detach()
+    delta = teacher - student_logps
+    gate = torch.sigmoid(beta * delta.detach())
+    per_seq = (gate * delta * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)
+    return c * per_seq.mean()
+
+
+def sft_loss(logits: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy on target tokens only: ``logits [B, T, V]`` predict ``labels [B, T]``.
+
+    Example:
+        >>> logits = torch.zeros(1, 2, 4)  # uniform over 4 tokens: CE = log 4 on each token
+        >>> round(sft_loss(logits, torch.tensor([[1, 2]]), torch.tensor([[1.0, 0.0]])).item(), 4)
+        1.3863
+    """
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    nll = -logp.gather(-1, labels.unsqueeze(-1)).squeeze(-1)
+    return masked_mean(nll, mask)
