@@ -24,6 +24,25 @@ from ..corpus import Step, Trajectory
 
 
 @dataclass(frozen=True)
+class TaskSpec:
+    """One task to play: the env is reset with ``seed`` after being built with ``env_kwargs``.
+
+    A group is ``n`` env copies of one TaskSpec, all reset with the same seed.
+    """
+
+    task: str
+    """Task family name (ScienceWorld task, ``webshop``, MiniWoB task) — ``per_task`` keys on it."""
+    seed: int = 0
+    """Seed passed to ``env.reset(seed=...)`` (same for every member of the group)."""
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Extra constructor arguments for this task (``task_name``/``variation``, ``goal_index``...)."""
+    reset_options: dict[str, Any] = field(default_factory=dict)
+    """``options`` passed to ``env.reset``."""
+    key: str = ""
+    """Stable id of the task within an evaluation (resume skips keys already finished)."""
+
+
+@dataclass(frozen=True)
 class GenRequest:
     """One prompt to complete.
 
