@@ -30,8 +30,7 @@ SW_STATE = HarnessState(
 SW_GOLDEN = """\
 You are an agent in ScienceWorld, a text simulator of elementary-school science experiments.
 Task: Your task is to boil water.
-You have taken 3 step(s). Your earlier actions, and the last 2 observations with the action you took after each: 
-[Step 1, Action 1: 'open door to kitchen']
+You have taken 3 step(s). Your earlier actions, and the last 2 observations with the action you took after each: [Step 1, Action 1: 'open door to kitchen']
 [Step 2, Observation 2: 'The door is now open.', Action 2: 'go to kitchen']
 [Step 3, Observation 3: 'You move to the kitchen.', Action 3: 'activate stove']
 This is step 4. What you observe now: The stove is now activated.
@@ -60,8 +59,7 @@ WS_STATE = HarnessState(
 WS_GOLDEN = """\
 You are shopping on WebShop, an online store.
 Your task: i need a red hat, and price lower than 30.00 dollars.
-You have taken 2 step(s). The last 2 pages you saw, with the action you took on each: 
-[Observation 1: ''Search'', Action 1: 'search[red hat]']
+You have taken 2 step(s). The last 2 pages you saw, with the action you took on each: [Observation 1: ''Search'', Action 1: 'search[red hat]']
 [Observation 2: ''Back to Search' [SEP] 'Page 1 (Total results: 1)' [SEP] 'Next >' [SEP] 'B0RED00001' [SEP] 'Red Wool Hat' [SEP] '$12.0'', Action 2: 'click[b0red00001]']
 This is step 3. What you see now: 'Back to Search' [SEP] '< Prev' [SEP] 'Red Wool Hat'.
 The actions you may take now:

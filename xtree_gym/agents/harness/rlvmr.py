@@ -113,7 +113,7 @@ class RLVMRHarness(WordedHarness):
             **view,
             step_count=k,
             history_length=min(self.history_length, k),
-            action_history="\n" + self.action_history(state),
+            action_history=self.action_history(state),
             current_step=k + 1,
         )
         return [{"role": "user", "content": text}]

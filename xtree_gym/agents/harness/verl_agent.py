@@ -120,7 +120,7 @@ class VerlAgentWebShopHarness(WordedHarness):
             **view,
             step_count=k,
             history_length=k - start,
-            action_history="\n" + "\n".join(lines),
+            action_history="\n".join(lines),
             current_step=k + 1,
         )
         return [{"role": "user", "content": text}]
