@@ -80,6 +80,10 @@ def test_registered_names_and_step_limits():
     assert get_harness("verl-agent").needs_valid_actions and not get_harness("rlvmr").needs_valid_actions
     with pytest.raises(ConfigError, match="unknown harness 'nope'"):
         get_harness("nope")
+    with pytest.raises(ConfigError, match="harness 'rlvmr' has no option 'advise'"):
+        get_harness("rlvmr", advise="tree.json")
+    with pytest.raises(ConfigError, match="history_length=-1"):
+        get_harness("node", history_length=-1)
 
 
 def test_rlvmr_golden_prompt():

@@ -200,4 +200,14 @@ def get_harness(name: str, **kwargs: Any) -> Harness:
         raise ConfigError(
             f"unknown harness {name!r}", fix=f"use one of: {', '.join(harness_names()) or '(none)'}"
         )
-    return _REGISTRY[name](**kwargs)
+    try:
+        return _REGISTRY[name](**kwargs)
+    except TypeError as exc:  # a misspelt option: name it instead of a traceback
+        if "unexpected keyword argument" not in str(exc):
+            raise
+        bad = str(exc).split("unexpected keyword argument")[-1].strip()
+        raise ConfigError(
+            f"harness {name!r} has no option {bad}",
+            fix="use template=, advice=, advice_corpus=, advice_top_k=, advice_domain=, history_length= "
+            "(browsergym also: benchmark=, parse_retries=, action_subsets=)",
+        ) from exc
