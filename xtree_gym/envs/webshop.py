@@ -276,7 +276,7 @@ class WebShopEnv(_Base):
         if self._done:
             invalid = True
         elif name == "search" and _bracket_text(action) and self._search_allowed():
-            self._search(arg)
+            self._search(arg or "")
         elif name == "click" and arg is not None and arg in self._clickables and arg != "search":
             reward = self._click(arg, info)
         else:
