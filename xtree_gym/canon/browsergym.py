@@ -216,11 +216,13 @@ def parse_calls(action: str) -> list[Call]:
         ['1234']
     """
     calls = _parse_python(action)
-    if calls is not None:
+    if calls is not None and all(_literal_call(c.source) is not None for c in calls):
         return calls
     found = search_calls(action)  # a call inside a longer response, as BrowserGym finds it
     if found:
         return found
+    if calls is not None:
+        return calls
     m = _LOOSE_CALL.match(action)
     if m is not None:
         call = Call(m.group(1), source=action.strip())
