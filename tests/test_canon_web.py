@@ -267,3 +267,21 @@ def test_send_msg_to_user_is_stop_in_every_browser_domain(domain: str) -> None:
     c = get_canonicalizer(domain)
     assert c("send_msg_to_user('the answer is 42')").verb == "stop"
     assert c("report_infeasible('no such page')").verb == "stop"
+
+
+def test_stored_webarena_clicks_use_ax_role_and_the_page_before() -> None:
+    from xtree_gym.corpus import Step, Trajectory
+
+    page0 = "RootWebArea 'Dashboard'\n\t[235] link 'CUSTOMERS'\n\t[883] button 'Filters'"
+    steps = [
+        # the role stored as ax_role (as the MiniWoB env's records keep it)
+        Step("click('235')", observation=page0, extra={"element": {"ax_role": "link", "name": "CUSTOMERS"}}),
+        # an element stored without any role: the observation before the step names it
+        Step("click('883')", observation="RootWebArea 'Customers'", extra={"element": {"tag": "button"}}),
+    ]
+    traj = Trajectory("wa-1", steps, True, env="webarena", extra={"initial_observation": page0})
+    c = get_canonicalizer("webarena")
+    assert [c(s.action, c.corpus_context(traj, i)).token for i, s in enumerate(steps)] == [
+        "click<link>",
+        "click<button>",
+    ]

@@ -215,7 +215,7 @@ def test_lone_surrogate_is_an_invalid_action_and_the_episode_goes_on(sciworld_en
 
 
 def test_no_step_after_the_episode_ended(sciworld_env) -> None:
-    actions, infos, last = _replay(sciworld_env, "boil", 0)
+    actions, _infos, last = _replay(sciworld_env, "boil", 0)
     assert last[2] and last[4]["won"]
     with pytest.raises(EnvConfigError, match="after the episode ended"):
         sciworld_env.step(actions[-1])

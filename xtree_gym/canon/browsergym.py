@@ -362,8 +362,11 @@ def find_element(context: Mapping[str, Any] | None, bid: str | None) -> dict[str
     if not context:
         return None
     el = context.get("element")
-    if isinstance(el, Mapping) and el.get("role"):
-        return {"role": str(el["role"]), "name": str(el.get("name", ""))}
+    if isinstance(el, Mapping):
+        # the AX role; the MiniWoB env's records keep it as ``ax_role`` (``role`` is the ARIA attribute)
+        role = el.get("role") or el.get("ax_role")
+        if role:
+            return {"role": str(role), "name": str(el.get("name", ""))}
     if bid is None:
         return None
     if "axtree_object" in context:
@@ -443,14 +446,16 @@ class BrowserGymCanonicalizer(Canonicalizer):
 
     def corpus_context(self, trajectory: Trajectory, index: int) -> dict[str, Any]:
         """The step's ``element`` or AXTree (step extra keys ``element``, ``axtree_txt``,
-        ``axtree_object``), else the observation before the step (the previous step's
-        observation, or the trajectory's ``initial_observation`` for step 0) as AXTree text."""
+        ``axtree_object``), plus -- for the bid's role when the stored element has none -- the
+        observation before the step (the previous step's observation, or the trajectory's
+        ``initial_observation`` for step 0) as AXTree text."""
         step = trajectory.steps[index]
         ctx: dict[str, Any] = {
             k: step.extra[k] for k in ("element", "axtree_txt", "axtree_object") if k in step.extra
         }
-        if ctx:
+        if "axtree_txt" in ctx or "axtree_object" in ctx:
             return ctx
+        # an element without a role (or none) falls back to the page seen before the step
         before = (
             trajectory.steps[index - 1].observation
             if index > 0
