@@ -149,29 +149,30 @@ def test_full_credit_is_a_win(checkboxes: Any) -> None:
     assert terminated and info["raw_reward"] == 1.0 and reward == 1.0 and info["success"] is True
 
 
-@pytest.mark.slow
 def test_links_new_tabs_and_frames_do_not_reach_local_files(browser_chromium: str) -> None:
     from xtree_gym.envs.browser_launch import BrowserLaunchConfig
     from xtree_gym.envs.browsergym import OpenURLEnv
 
-    env = OpenURLEnv(
-        (DATA / "browser_local.html").as_uri(), launch=BrowserLaunchConfig(executable_path=browser_chromium)
-    )
+    launch = BrowserLaunchConfig(executable_path=browser_chromium)
+    env = OpenURLEnv((DATA / "browser_local.html").as_uri(), launch=launch)
     try:
-        text, _ = env.reset(seed=0)
-        assert "XTree fixture local page" in text and "localhost" not in text
-        assert env.policy.file_roots == (str(DATA),)
+        text0, _ = env.reset(seed=0)
+        assert "XTree fixture local page" in text0 and env.policy.file_roots == (str(DATA),)
         frames = env.browser_env.page.frames[1:]  # the page's own iframe of /etc/passwd
         assert frames and all(f.url.startswith("chrome-error:") for f in frames)
-        assert not any(SECRET in f.content() for f in frames) and SECRET not in text
-        for label in ("System file", "System file in a new tab", "Outside the folder"):
-            env.reset(seed=0)
-            text, *_, info = env.step(f"click({_bid(env, 'link', label)!r})")
-            assert SECRET not in text and "__version__" not in text, label
-            for page in env.browser_env.context.pages:
-                assert env.policy.allows(page.url) or page.url.startswith("chrome-error:"), page.url
-                assert SECRET not in page.content()
-        env.reset(seed=0)
+        assert not any(SECRET in f.content() for f in frames) and SECRET not in text0
+        targets = {
+            "System file": "file:///etc/passwd",
+            "System file in a new tab": "file:///etc/passwd",
+            "Outside the folder": (DATA.parent.parent / "xtree_gym" / "__init__.py").resolve().as_uri(),
+        }
+        for label, url in targets.items():
+            text, reward, terminated, _, info = env.step(f"click({_bid(env, 'link', label)!r})")
+            # refused like a goto: an invalid action, the page (and no new tab) as it was
+            assert info["invalid_action"] and info["action_error"].startswith(f"navigation to {url!r}"), label
+            assert text.splitlines()[0] == text0.splitlines()[0] and (reward, terminated) == (0.0, False)
+            assert SECRET not in text and "System file" in text
+            assert [p.url for p in env.browser_env.context.pages] == [(DATA / "browser_local.html").as_uri()]
         text, *_, info = env.step(f"click({_bid(env, 'link', 'Same folder')!r})")
         assert "You followed the link." in text and not info["invalid_action"]
     finally:

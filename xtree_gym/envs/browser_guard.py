@@ -160,25 +160,38 @@ def parse_browsergym_calls(action: str) -> list[tuple[str, list[Any]]]:
     return [(str(name), list(args)) for match in found.as_list() for name, args in match]
 
 
-def install_route_guard(context: Any, policy: NavigationPolicy) -> None:
-    """Abort every request of ``context`` (all its pages, popups and frames) the policy refuses."""
+def _is_page_navigation(request: Any) -> bool:
+    """A top-level navigation (a page of its own), not a frame or asset of an allowed page."""
+    if not request.is_navigation_request():
+        return False
+    try:
+        return request.frame.parent_frame is None
+    except Exception:  # a new tab's first navigation has no frame yet: it is a page of its own
+        return True
+
+
+def install_route_guard(context: Any, policy: NavigationPolicy, blocked: list[str] | None = None) -> None:
+    """Abort every request of ``context`` (all its pages, popups and frames) the policy refuses;
+    refused page navigations are appended to ``blocked`` when given (the step's action error)."""
 
     def guard(route: Any, request: Any) -> None:
         if policy.allows(request.url):
             route.continue_()
         else:
+            if blocked is not None and _is_page_navigation(request):
+                blocked.append(request.url)
             route.abort("blockedbyclient")
 
     context.route("**/*", guard)
 
 
-def guard_contexts(browser: Any, policy: NavigationPolicy) -> None:
+def guard_contexts(browser: Any, policy: NavigationPolicy, blocked: list[str] | None = None) -> None:
     """Every context ``browser`` makes from now on gets :func:`install_route_guard` first."""
     make_context = browser.new_context
 
     def new_context(*args: Any, **kwargs: Any) -> Any:
         context = make_context(*args, **kwargs)
-        install_route_guard(context, policy)
+        install_route_guard(context, policy, blocked)
         return context
 
     browser.new_context = new_context

@@ -27,6 +27,7 @@ Browser launch settings (binary, flags, pacing) are in :mod:`xtree_gym.envs.brow
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import logging
 import os
@@ -170,6 +171,7 @@ class _BrowserGymEnv(_EnvBase):  # type: ignore[misc]
         self.policy = NavigationPolicy()
         """Where the agent's pages may come from; set on each reset from the task's start page."""
         self._fault: str | None = None  # why the browser died this episode (None: it is alive)
+        self._blocked: list[str] = []  # URLs the route guard refused during the current step
         self._done = False
 
     # -- subclasses say which BrowserGym task to run ------------------------------------------
@@ -258,7 +260,10 @@ class _BrowserGymEnv(_EnvBase):  # type: ignore[misc]
             self._env = self._build()
         policy = self.policy = self._navigation_policy()
         try:
-            with patched_chromium_launch(self.launch, on_first_browser=lambda b: guard_contexts(b, policy)):
+            blocked = self._blocked
+            with patched_chromium_launch(
+                self.launch, on_first_browser=lambda b: guard_contexts(b, policy, blocked)
+            ):
                 obs, bg_info = self._env.reset(seed=seed)
         except Exception as exc:
             if is_missing_browser(exc):
@@ -321,9 +326,12 @@ class _BrowserGymEnv(_EnvBase):  # type: ignore[misc]
             if blocked is not None:
                 return self._refused(info, f"navigation to {blocked!r} is blocked: {self._policy_text()}")
             try:
+                self._blocked.clear()
+                pages_before = list(self._env.context.pages)
                 obs, reward, terminated, truncated, bg_info = self._env.step(action)
-                escaped = self._recall_escaped_pages()
+                escaped = self._recall_escaped_pages(pages_before)
                 if escaped:
+                    self._env._active_page_check()
                     obs = self._env._get_obs()
             except Exception as exc:  # the browser (or its driver) died: the episode is lost
                 self._fault = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".strip()
@@ -336,8 +344,8 @@ class _BrowserGymEnv(_EnvBase):  # type: ignore[misc]
             return self._observe(self._obs), 0.0, False, True, info
         self._steps += 1
         error = str(obs.get("last_action_error") or "")
-        if escaped:
-            error = f"navigation to {escaped[0]!r} is blocked: {self._policy_text()}"
+        if escaped or self._blocked:
+            error = f"navigation to {(self._blocked or escaped)[0]!r} is blocked: {self._policy_text()}"
         task_info = bg_info.get("task_info", {})
         success = self._success(float(reward), bool(terminated), task_info)
         info["xtree"]["invalid"] = bool(error)
@@ -372,12 +380,20 @@ class _BrowserGymEnv(_EnvBase):  # type: ignore[misc]
         self._done = truncated
         return self._observe(self._obs or {}), 0.0, False, truncated, info
 
-    def _recall_escaped_pages(self) -> list[str]:
-        """Pages outside the policy (should the route guard miss one) go back to ``about:blank``."""
+    def _recall_escaped_pages(self, pages_before: list[Any]) -> list[str]:
+        """Pages left outside the policy (a refused navigation's error page, or one the guard
+        missed): a tab opened by this step is closed, any other goes back to where it was."""
         escaped = []
         for page in list(self._env.context.pages):
+            if self.policy.allows(page.url):
+                continue
+            escaped.append(page.url)
+            if page not in pages_before:
+                page.close()
+                continue
+            with contextlib.suppress(Exception):  # no history: the blank page below
+                page.go_back()
             if not self.policy.allows(page.url):
-                escaped.append(page.url)
                 page.goto("about:blank")
         return escaped
 
