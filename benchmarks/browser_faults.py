@@ -100,7 +100,7 @@ def hostile_actions(env: Any) -> bool:
         "click(" + "[" * 5000 + ")",
         "upload_file('18', '/etc/shadow')",
         "",
-        "x" * 100_000,
+        "x" * 100_000,  # refused by length: BrowserGym's own parser would take minutes
     ]
     for action in bad:
         text, _, _, _, info = env.step(action)

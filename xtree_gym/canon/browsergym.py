@@ -195,6 +195,9 @@ def search_calls(text: str) -> list[Call]:
                     calls.append(call)
                     loc = end + 1
                     continue
+            # a shorter suffix of this name meets the same "(" (or none) and fails the same way
+            loc = max(m.end(), pre + 1)
+            continue
         loc = pre + 1
     return calls
 

@@ -51,6 +51,10 @@ ACTION_NAMES: tuple[str, ...] = (
 )
 """The functions the browser envs run, in BrowserGym's order (``noop`` always first)."""
 
+MAX_ACTION_CHARS = 20_000
+"""Longer action strings are refused unparsed: BrowserGym's parser is quadratic in the length
+(about 0.5 s at 10,000 characters, minutes at 100,000), and no action needs that much text."""
+
 WEB_SCHEMES = ("http", "https")
 BLANK_PAGES = ("about:blank",)
 

@@ -40,6 +40,7 @@ from ..canon.browsergym import call_slots, parse_calls
 from ..errors import DependencyError, EnvConfigError, missing_dependency
 from .browser_axtree import dom_element_of, element_of
 from .browser_guard import (
+    MAX_ACTION_CHARS,
     NavigationPolicy,
     blocked_url,
     guard_contexts,
@@ -317,6 +318,12 @@ class _BrowserGymEnv(_EnvBase):  # type: ignore[misc]
             raise EnvConfigError("step() called after the episode ended", fix="call env.reset() first")
         if not isinstance(action, str):
             raise EnvConfigError(f"actions are BrowserGym strings, got {type(action).__name__}: {action!r}")
+        if len(action) > MAX_ACTION_CHARS:
+            canon_info = {**canonicalize(self.canon_domain, action[:200]).to_info(), "raw": action}
+            too_long: dict[str, Any] = {"xtree": canon_info, "element": None, "goal": self.goal}
+            return self._refused(
+                too_long, f"the action has {len(action)} characters; at most {MAX_ACTION_CHARS} run"
+            )
         context = self.canonical_context(action)
         canon = canonicalize(self.canon_domain, action, context)
         info: dict[str, Any] = {"xtree": canon.to_info(), "element": context["element"], "goal": self.goal}
