@@ -145,6 +145,18 @@ def parse_action(action: str) -> tuple[str, str | None]:
     return m.group(1).lower(), m.group(2).strip().lower()
 
 
+def _bracket_text(action: str) -> str:
+    """The text between the brackets as written (``"search[ ]"`` -> ``" "``; the original runs a
+    search for any non-empty text, blanks included, and shows its 0 results).
+
+    Example:
+        >>> _bracket_text("search[ ]"), _bracket_text("search[]"), _bracket_text("look")
+        (' ', '', '')
+    """
+    m = _ACTION.match(action)
+    return m.group(2) if m is not None else ""
+
+
 _Base: Any = gym.Env if gym is not None else object
 
 
@@ -270,8 +282,8 @@ class WebShopEnv(_Base):
         info: dict[str, Any] = {}
         if self._done:
             invalid = True
-        elif name == "search" and arg and (self.state.page == "search" or not self.config.strict_search):
-            self._search(arg)
+        elif name == "search" and _bracket_text(action) and self._search_allowed():
+            self._search(arg or "")
         elif name == "click" and arg is not None and arg in self._clickables and arg != "search":
             reward = self._click(arg, info)
         else:
@@ -296,6 +308,9 @@ class WebShopEnv(_Base):
             }
         )
         return self.observation, reward, self._done, truncated, info
+
+    def _search_allowed(self) -> bool:
+        return self.state.page == "search" or not self.config.strict_search
 
     def render(self) -> str | None:
         return self.observation if self.render_mode == "ansi" else None
