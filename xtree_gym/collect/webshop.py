@@ -260,9 +260,11 @@ def collect(
 def _handler(args: argparse.Namespace) -> int:
     from ..corpus import write_corpus
     from ..envs.webshop import WebShopEnv
+    from ..envs.webshop_data import resolve_data_dir
 
+    data_dir = resolve_data_dir(args.data_dir, option="--data-dir DIR")  # the error names the CLI flag
     env = WebShopEnv(
-        data_dir=args.data_dir,
+        data_dir=data_dir,
         split=args.split,
         max_steps=args.max_steps,
         observation_mode=args.observation_mode,
