@@ -135,7 +135,7 @@ def _report_corpus_text(tree: Any, usage: CorpusUsage) -> str:
         n_ok,
         usage.n_trajectories,
     ):
-        text += f" -- not the tree's corpus (base rate {tree_rate}); node tables and charts use this one"
+        text += f" -- not the corpus the tree was mined from (base rate {tree_rate}); node tables and charts use this one"
     return text
 
 
