@@ -80,6 +80,10 @@ def corpus_cases() -> dict[str, tuple[str, bytes, bool]]:
         "lone-surrogate-id": with_line(json.dumps(rec).replace('"ep99"', '"\\udc80"')),
         "nan-reward": with_line(json.dumps(rec).replace('"reward": 1.0', '"reward": NaN')),
         "inf-reward": with_line(json.dumps(rec).replace('"reward": 1.0', '"reward": Infinity')),
+        "overflow-1e400-reward": with_line(json.dumps(rec).replace('"reward": 1.0', '"reward": 1e400')),
+        "overflow-1e400-extra": with_line(json.dumps(rec)[:-1] + ', "score": -2.5E+999}'),
+        "huge-int-reward": with_line(json.dumps(rec).replace('"reward": 1.0', '"reward": 1' + "0" * 400)),
+        "int-5000-digits": with_line(json.dumps(rec)[:-1] + ', "n": ' + "7" * 5000 + "}"),
         "neg-inf-extra": with_line(json.dumps(rec)[:-1] + ', "score": -Infinity}'),
         "invalid-utf8-line": with_line(b'{"id": "x\xff\xfe", "success": true, "steps": []}'),
         "nul-bytes": with_line(b"\x00\x00\x00"),
@@ -132,6 +136,7 @@ def tree_cases(good_tree: dict[str, Any]) -> dict[str, bytes]:
         "depth-zero": edit(node("depth", 0)),
         "depth-string": edit(node("depth", "1")),
         "count-negative": edit(node("count", -5)),
+        "success-1e400": raw.replace('"success": ', '"success": 1e400, "_": ', 1).encode(),
         "success-nan": raw.replace('"success": ', '"success": NaN, "_": ', 1).encode(),
         "success-above-one": edit(node("success", 1.5)),
         "n-nodes-disagrees": edit(top("n_nodes", len(good_tree["nodes"]) + 7)),
@@ -238,6 +243,7 @@ def sweep(work: Path, *, verbose: bool = False) -> Counter[str]:
         ("report", lambda c: ["report", str(tree_path), "--corpus", str(c), "-o", str(out / "r.html")], True),
         ("cards", lambda c: ["cards", str(tree_path), "--corpus", str(c), "-o", str(out / "b.json")], True),
         ("mdl", lambda c: ["mdl", str(c)], False),
+        ("convert", lambda c: ["canon", str(c), "--format", "agentlab", "-o", str(out / "a.jsonl")], False),
     ]
     for case, (name, raw, bad_line) in corpus_cases().items():
         d = work / f"c-{case}"

@@ -10,6 +10,7 @@ import math
 import os
 import re
 import signal
+import sys
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
@@ -244,6 +245,7 @@ MAX_JSON_DEPTH = 100
 """Deepest nesting of arrays/objects accepted in a record (real records nest fewer than 10 levels)."""
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_HUGE_EXPONENT = re.compile(r"\d[eE]\+?\d{3}")  # 1e400 parses to inf without NaN/Infinity in the text
 
 
 class JSONProblem(ValueError):
@@ -257,6 +259,13 @@ class JSONProblem(ValueError):
 
 def _reject_constant(name: str) -> float:
     raise JSONProblem(f"{name} is not a number JSON allows (NaN/Infinity would skew every count and rate)")
+
+
+def _finite_float(text: str) -> float:
+    x = float(text)
+    if math.isinf(x):
+        raise JSONProblem(f"{text} overflows to infinity (NaN/Infinity would skew every count and rate)")
+    return x
 
 
 def _depth_exceeds(obj: Any, limit: int) -> bool:
@@ -301,18 +310,20 @@ def loads_strict(text: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
     Example:
         >>> loads_strict('{"a": [1, 2.5, "\\\\ud83d\\\\ude00"]}')
         {'a': [1, 2.5, '😀']}
-        >>> for bad in ('{"r": NaN}', '[' * 200 + ']' * 200, '"\\\\ud83d"', '{"a": '):
+        >>> for bad in ('{"r": NaN}', '[1e400]', '[' * 200 + ']' * 200, '"\\\\ud83d"', '{"a": '):
         ...     try:
         ...         loads_strict(bad)
         ...     except JSONProblem as exc:
         ...         print(exc)
         NaN is not a number JSON allows (NaN/Infinity would skew every count and rate)
+        1e400 overflows to infinity (NaN/Infinity would skew every count and rate)
         nested deeper than 100 levels
         lone surrogate escape in '\\ud83d' (UTF-8 cannot encode it)
         not valid JSON (Expecting value at column 7)
     """
+    parse_float = _finite_float if _HUGE_EXPONENT.search(text) else None
     try:
-        obj = json.loads(text, parse_constant=_reject_constant)
+        obj = json.loads(text, parse_constant=_reject_constant, parse_float=parse_float)
     except json.JSONDecodeError as exc:
         raise JSONProblem(
             f"not valid JSON ({exc.msg} at column {exc.colno})"
@@ -322,6 +333,10 @@ def loads_strict(text: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
         ) from None
     except RecursionError:
         raise JSONProblem(f"nested deeper than {max_depth} levels") from None
+    except JSONProblem:
+        raise
+    except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+        raise JSONProblem(f"not valid JSON ({exc})") from None
     if text.count("[") + text.count("{") > max_depth and _depth_exceeds(obj, max_depth):
         raise JSONProblem(f"nested deeper than {max_depth} levels")
     if ("\\u" in text or "\\U" in text) and _SURROGATE_ESCAPE.search(text):
@@ -333,13 +348,19 @@ def loads_strict(text: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
 
 
 def finite_number(x: Any) -> bool:
-    """Whether ``x`` is an int or a finite float (not a bool).
+    """Whether ``x`` is an int or a float that a float can hold finitely (not a bool).
 
     Example:
         >>> finite_number(1), finite_number(0.5), finite_number(float("nan")), finite_number(True)
         (True, True, False, False)
+        >>> finite_number(10**400)   # an int, but float(x) would overflow
+        False
     """
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return False
+    if isinstance(x, int):
+        return -sys.float_info.max <= x <= sys.float_info.max  # exact int/float comparison, no overflow
+    return math.isfinite(x)
 
 
 # -- inputs: say what is wrong with the path -------------------------------------------------------------

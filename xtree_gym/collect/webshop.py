@@ -258,11 +258,13 @@ def collect(
 
 
 def _handler(args: argparse.Namespace) -> int:
+    from .._io import refuse_overwrite
     from ..corpus import write_corpus
     from ..envs.webshop import WebShopEnv
-    from ..envs.webshop_data import resolve_data_dir
+    from ..envs.webshop_data import CATALOGUE_FILE, INSTRUCTIONS_FILE, resolve_data_dir
 
     data_dir = resolve_data_dir(args.data_dir, option="--data-dir DIR")  # the error names the CLI flag
+    refuse_overwrite(args.output, [data_dir / CATALOGUE_FILE, data_dir / INSTRUCTIONS_FILE])
     env = WebShopEnv(
         data_dir=data_dir,
         split=args.split,

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .._io import JSONProblem, input_problem, loads_strict, open_text
+from .._io import JSONProblem, input_problem, loads_strict, open_bytes
 from ..errors import ConfigError, CorpusError, XTreeError
 
 # What reading a user's file can raise below our own checks: not UTF-8, not gzip, a truncated or
@@ -74,8 +74,17 @@ def iter_records(path: str | os.PathLike[str]) -> Iterator[tuple[str, Any]]:
     problem = input_problem(p, "trajectory file")
     if problem:
         raise CorpusError(problem, fix="check the path")
-    with reading(p), open_text(p) as fh:
-        text = fh.read()
+    with reading(p), open_bytes(p) as fh:
+        raw = fh.read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:  # name the line, as the corpus reader does
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise CorpusError(
+            f"not UTF-8 text ({exc.reason} at byte {exc.start})",
+            where=f"{p}:{line}",
+            fix=_READ_FIX,
+        ) from None
     stripped = text.lstrip()
     if stripped.startswith("["):
         try:
