@@ -215,26 +215,24 @@ def classify(argv: list[str], inputs: list[Path], must_fail: bool, may_skip: boo
     return ("silent" if rc == 0 else "messy"), err
 
 
-def sweep(work: Path, *, verbose: bool = False) -> Counter[str]:
-    """Run every case in ``work`` (a scratch folder); returns outcome -> count."""
-    from xtree_gym.cli import main
+class _Tally:
+    """Outcome counts plus one line per case that was not handled."""
 
-    counts: Counter[str] = Counter()
-    problems: list[str] = []
-    good = work / "good.jsonl"
-    good.write_text("\n".join(good_lines()) + "\n")
-    tree_path = work / "good_tree.json"
-    with contextlib.redirect_stdout(io.StringIO()):
-        main(["mine", str(good), "--preset", "scienceworld", "--min-freq", "2", "--min-task-types", "1",
-              "--min-succ", "0", "-o", str(tree_path)])  # fmt: skip
-    good_tree = json.loads(tree_path.read_text())
-    out = work / "out"
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+        self.problems: list[str] = []
 
-    def record(label: str, outcome: str, err: str) -> None:
-        counts[outcome] += 1
+    def record(self, label: str, outcome: str, err: str) -> None:
+        self.counts[outcome] += 1
         if outcome != "handled":
-            problems.append(f"{outcome:9} {label}: {err.strip()[:160]}")
+            self.problems.append(f"{outcome:9} {label}: {err.strip()[:160]}")
 
+
+def _named_directory(outcome: str, label: str, err: str) -> str:
+    return "messy" if outcome == "handled" and label == "directory" and "directory" not in err else outcome
+
+
+def _sweep_corpora(work: Path, tree_path: Path, out: Path, tally: _Tally) -> None:
     corpus_cmds: list[tuple[str, Callable[[Path], list[str]], bool]] = [  # name, argv, has --skip-bad
         ("mine", lambda c: ["mine", str(c), "-o", str(out / "t.json")], True),
         ("stats", lambda c: ["stats", str(c)], True),
@@ -254,14 +252,14 @@ def sweep(work: Path, *, verbose: bool = False) -> Counter[str]:
             for skip in (False, True) if has_skip else (False,):
                 argv = argv_fn(path) + (["--skip-bad"] if skip else [])
                 outcome, err = classify(argv, [path, tree_path], True, skip and bad_line)
-                record(f"corpus {case} {cmd}{' --skip-bad' if skip else ''}", outcome, err)
-    # directory and missing inputs
+                tally.record(f"corpus {case} {cmd}{' --skip-bad' if skip else ''}", outcome, err)
     for label, path in (("directory", work), ("missing", work / "nope.jsonl")):
         for cmd, argv_fn, _ in corpus_cmds:
             outcome, err = classify(argv_fn(path), [tree_path], True, False)
-            if outcome == "handled" and label == "directory" and "directory" not in err:
-                outcome = "messy"
-            record(f"corpus {label} {cmd}", outcome, err)
+            tally.record(f"corpus {label} {cmd}", _named_directory(outcome, label, err), err)
+
+
+def _sweep_trees(work: Path, good: Path, good_tree: dict[str, Any], out: Path, tally: _Tally) -> None:
     tree_cmds: list[tuple[str, Callable[[Path], list[str]]]] = [
         ("show", lambda t: ["show", str(t)]),
         ("show --hierarchy", lambda t: ["show", str(t), "--hierarchy"]),
@@ -270,57 +268,62 @@ def sweep(work: Path, *, verbose: bool = False) -> Counter[str]:
         ("report", lambda t: ["report", str(t), "--corpus", str(good), "-o", str(out / "r.html")]),
         ("cards", lambda t: ["cards", str(t), "-o", str(out / "b.json")]),
     ]
-    chain = work / "chain.json"
-    chain.write_text(json.dumps(chain_tree(1500)))
-    tcases = {k: v for k, v in tree_cases(good_tree).items()}
-    for case, raw in [*tcases.items(), ("chain-1500-ok", chain.read_bytes())]:
+    cases = [*tree_cases(good_tree).items(), ("chain-1500-ok", json.dumps(chain_tree(1500)).encode())]
+    for case, raw in cases:
         path = work / f"t-{case}.json"
         path.write_bytes(raw)
         for cmd, argv_fn in tree_cmds:
             outcome, err = classify(argv_fn(path), [path, good], not case.endswith("-ok"), False)
-            record(f"tree {case} {cmd}", outcome, err)
+            tally.record(f"tree {case} {cmd}", outcome, err)
     for label, path in (("directory", work), ("missing", work / "nope.json")):
         for cmd, argv_fn in tree_cmds:
             outcome, err = classify(argv_fn(path), [good], True, False)
-            if outcome == "handled" and label == "directory" and "directory" not in err:
-                outcome = "messy"
-            record(f"tree {label} {cmd}", outcome, err)
-    # outputs that are inputs: through .., a symlink, a hard link
+            tally.record(f"tree {label} {cmd}", _named_directory(outcome, label, err), err)
+
+
+def _sweep_outputs(work: Path, good: Path, tree_path: Path, tally: _Tally) -> None:
+    """Outputs that are inputs: the same path, through ``..``, a symlink, a hard link."""
     sub = work / "sub"
     sub.mkdir()
-    link = work / "link.jsonl"
+    link, hard, tlink = work / "link.jsonl", work / "hard.jsonl", work / "tree_link.json"
     link.symlink_to(good)
-    hard = work / "hard.jsonl"
     os.link(good, hard)
-    tlink = work / "tree_link.json"
     os.link(tree_path, tlink)
-    aliases = {
-        "same": str(good),
-        "dotdot": str(sub / ".." / "good.jsonl"),
-        "symlink": str(link),
-        "hardlink": str(hard),
-    }
-    for label, alias in aliases.items():
+    aliases = {"same": good, "dotdot": sub / ".." / "good.jsonl", "symlink": link, "hardlink": hard}
+    for label, alias_path in aliases.items():
+        alias, tree_alias = str(alias_path), str(tlink if label == "hardlink" else tree_path)
         writers = {
             "mine": ["mine", str(good), "-o", alias],
             "canon": ["canon", str(good), "--domain", "scienceworld", "-o", alias],
             "report-corpus": ["report", str(tree_path), "--corpus", str(good), "-o", alias],
-            "report-tree": [
-                "report",
-                str(tree_path),
-                "-o",
-                str(tlink) if label == "hardlink" else str(tree_path),
-            ],
+            "report-tree": ["report", str(tree_path), "-o", tree_alias],
             "cards": ["cards", str(tree_path), "--corpus", str(good), "-o", alias],
             "mdl": ["mdl", str(good), "--json", alias],
             "convert": ["canon", str(good), "--format", "agentlab", "-o", alias],
         }
         for cmd, argv in writers.items():
             outcome, err = classify(argv, [good, tree_path], True, False)
-            record(f"output=input {label} {cmd}", outcome, err)
+            tally.record(f"output=input {label} {cmd}", outcome, err)
+
+
+def sweep(work: Path, *, verbose: bool = False) -> Counter[str]:
+    """Run every case in ``work`` (a scratch folder); returns outcome -> count."""
+    from xtree_gym.cli import main
+
+    good = work / "good.jsonl"
+    good.write_text("\n".join(good_lines()) + "\n")
+    tree_path = work / "good_tree.json"
+    with contextlib.redirect_stdout(io.StringIO()):
+        main(["mine", str(good), "--preset", "scienceworld", "--min-freq", "2", "--min-task-types", "1",
+              "--min-succ", "0", "-o", str(tree_path)])  # fmt: skip
+    tally = _Tally()
+    out = work / "out"
+    _sweep_corpora(work, tree_path, out, tally)
+    _sweep_trees(work, good, json.loads(tree_path.read_text()), out, tally)
+    _sweep_outputs(work, good, tree_path, tally)
     if verbose:
-        print("\n".join(problems))
-    return counts
+        print("\n".join(tally.problems))
+    return tally.counts
 
 
 def main() -> int:
