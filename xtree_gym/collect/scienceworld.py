@@ -175,17 +175,28 @@ def collect_gold(
                 env.close()
         return
     import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
 
     ctx = mp.get_context("spawn")  # no fork of a process that holds py4j sockets and watchdog threads
-    with ctx.Pool(workers, initializer=_worker_init, initargs=(step_timeout, load_timeout)) as pool:
-        try:
-            yield from progress(
-                pool.imap(_worker_run, jobs, chunksize=1), total=len(jobs), desc=desc, enabled=show_progress
-            )
-        except XTreeError:
-            raise
-        except Exception as exc:  # a worker's own failure: one error, and the pool is torn down
-            raise EnvConfigError(f"a simulator worker failed: {type(exc).__name__}: {exc}") from None
+    # An executor, not a Pool: a worker process that dies (OOM kill, crash) breaks the executor and
+    # ends the run with one error, where a Pool would wait forever for the lost job.
+    pool = ProcessPoolExecutor(
+        workers, mp_context=ctx, initializer=_worker_init, initargs=(step_timeout, load_timeout)
+    )
+    try:
+        yield from progress(pool.map(_worker_run, jobs), total=len(jobs), desc=desc, enabled=show_progress)
+    except XTreeError:
+        raise
+    except BrokenProcessPool:
+        raise EnvConfigError(
+            "a simulator worker process died (killed, or out of memory); the run is stopped",
+            fix="rerun with fewer --workers, or see the system log for the killed process",
+        ) from None
+    except Exception as exc:  # a worker's own failure: one error, and the pool is torn down
+        raise EnvConfigError(f"a simulator worker failed: {type(exc).__name__}: {exc}") from None
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def summarize(records: Sequence[dict[str, Any]]) -> str:
