@@ -318,3 +318,16 @@ def test_bad_input_sweep_is_handled_everywhere(tmp_path: Path, monkeypatch) -> N
     counts = SWEEP.sweep(tmp_path)
     assert counts["handled"] > 500
     assert {k: v for k, v in counts.items() if k != "handled"} == {}
+
+
+def test_collect_webshop_refuses_to_write_over_its_data(tmp_path: Path, capsys) -> None:
+    pytest.importorskip("rapidfuzz", reason="the WebShop env needs the webshop extra")
+    from xtree_gym.envs.webshop_data import CATALOGUE_FILE, write_demo_data
+
+    write_demo_data(tmp_path)
+    catalogue = tmp_path / CATALOGUE_FILE
+    before = _digest(catalogue)
+    argv = ["collect", "webshop", "--data-dir", str(tmp_path), "--episodes", "1", "-o", str(catalogue)]
+    assert main(argv) == 1
+    assert "is the input file" in _one_error(capsys, "collect")
+    assert _digest(catalogue) == before
