@@ -250,3 +250,26 @@ def test_readme_snippet_actions_are_valid_at_seed_0(sciworld_jvm) -> None:
     assert (
         infos[0]["token"] == "open<door>" and infos[-1]["completed"]
     )  # the snippet's last step completes a node
+
+
+def test_collect_webshop_on_a_split_without_goals_is_an_error_not_a_hang(tmp_path: Path) -> None:
+    pytest.importorskip("rapidfuzz", reason="the WebShop env needs the webshop extra")
+    from xtree_gym.envs.webshop_data import write_demo_data
+
+    write_demo_data(tmp_path)  # three products: no goal falls in the train split
+    argv = [
+        sys.executable,
+        "-m",
+        "xtree_gym",
+        "collect",
+        "webshop",
+        "--data-dir",
+        str(tmp_path),
+        "--episodes",
+        "1",
+    ]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "XTREE_PROGRESS": "0"}
+    rc, out = _run_bounded([*argv, "-o", str(tmp_path / "ws.jsonl")], env, timeout=60)
+    assert rc == 1 and "holds no goals" in out and "--split all" in out, out
+    rc, out = _run_bounded([*argv, "--split", "all", "-o", str(tmp_path / "ws.jsonl")], env, timeout=60)
+    assert rc == 0 and "wrote 1 episodes" in out, out
