@@ -79,10 +79,10 @@ def iter_records(path: str | os.PathLike[str]) -> Iterator[tuple[str, Any]]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:  # name the line, as the corpus reader does
-        line = raw.count(b"\n", 0, exc.start) + 1
+        bad_line = raw.count(b"\n", 0, exc.start) + 1
         raise CorpusError(
             f"not UTF-8 text ({exc.reason} at byte {exc.start})",
-            where=f"{p}:{line}",
+            where=f"{p}:{bad_line}",
             fix=_READ_FIX,
         ) from None
     stripped = text.lstrip()
