@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from ._io import refuse_overwrite
 from .config import PRESETS, MinerConfig
 from .corpus import Corpus, corpus_stats, read_corpus
 from .errors import CorpusError
@@ -37,6 +38,7 @@ def register_cli(sub: Any, collect_sub: Any) -> None:
     p.add_argument("--name", default="", help="corpus name recorded in the tree file")
     p.add_argument("--engine", default="fast", choices=["fast", "reference"], help="miner implementation")
     p.add_argument("--skip-bad", action="store_true", help="skip and count malformed corpus lines")
+    add_keep_duplicates(p)
     p.add_argument("-o", "--output", required=True, help="tree file to write (JSON)")
     p.set_defaults(func=cmd_mine)
 
@@ -52,26 +54,44 @@ def register_cli(sub: Any, collect_sub: Any) -> None:
     p.add_argument("--domain", help="canonicalizer for steps without a 'token'")
     p.add_argument("--limit", type=int, default=None, help="print at most this many tilings")
     p.add_argument("--skip-bad", action="store_true")
+    add_keep_duplicates(p)
     p.set_defaults(func=cmd_tile)
 
     p = sub.add_parser("stats", help="corpus statistics")
     p.add_argument("corpus", nargs="+")
     p.add_argument("--skip-bad", action="store_true")
+    add_keep_duplicates(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_stats)
 
 
-def _read(paths: list[str], skip_bad: bool) -> Corpus:
-    corpus = read_corpus(paths, skip_bad=skip_bad)
+def add_keep_duplicates(p: argparse.ArgumentParser) -> None:
+    """The one flag that lets a corpus hold two records with one id (kept, counted, reported)."""
+    p.add_argument(
+        "--keep-duplicates",
+        action="store_true",
+        help="keep records whose id repeats an earlier one (default: error, as they count an episode twice)",
+    )
+
+
+def _read(paths: list[str], skip_bad: bool, keep_duplicates: bool = False) -> Corpus:
+    corpus = read_corpus(paths, skip_bad=skip_bad, keep_duplicates=keep_duplicates)
     if corpus.skipped:
         print(f"skipped {len(corpus.skipped)} bad line(s); first: {corpus.skipped[0]}", file=sys.stderr)
+    if corpus.duplicates:
+        print(
+            f"kept {len(corpus.duplicates)} record(s) with a repeated id (--keep-duplicates); "
+            f"first: {corpus.duplicates[0]}",
+            file=sys.stderr,
+        )
     if len(corpus) == 0:
         raise CorpusError(f"no trajectories in {', '.join(paths)}", fix="check the corpus file(s)")
     return corpus
 
 
 def cmd_mine(args: argparse.Namespace) -> int:
-    corpus = _read(args.corpus, args.skip_bad)
+    refuse_overwrite(args.output, args.corpus)
+    corpus = _read(args.corpus, args.skip_bad, args.keep_duplicates)
     overrides = {f: getattr(args, f) for f, _ in _OVERRIDES.values()}
     cfg = MinerConfig.preset(args.preset, **overrides)
     tree = mine(
@@ -122,7 +142,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_tile(args: argparse.Namespace) -> int:
     tree = XTree.load(args.tree)
-    corpus = _read([args.corpus], args.skip_bad)
+    corpus = _read([args.corpus], args.skip_bad, args.keep_duplicates)
     tokens = trajectory_tokens(corpus.trajectories, args.domain)
     covered = total = 0
     shown = 0
@@ -139,9 +159,10 @@ def cmd_tile(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    corpus = _read(args.corpus, args.skip_bad)
+    corpus = _read(args.corpus, args.skip_bad, args.keep_duplicates)
     st = corpus_stats(corpus.trajectories)
     st["n_skipped_lines"] = len(corpus.skipped)
+    st["n_duplicate_ids"] = len(corpus.duplicates)
     if args.json:
         print(json.dumps(st, indent=1))
     else:
