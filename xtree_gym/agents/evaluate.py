@@ -59,7 +59,7 @@ def enumerate_fold(
     Example:
         >>> fold, specs = enumerate_fold("XTree-ScienceWorld-v0", "G2", tasks=3, seed=0)
         >>> fold, [s.key for s in specs]
-        ('G2', ['change-the-state-of-matter-of/26', 'inclined-plane-friction-unnamed-surfaces/160', 'lifespan-longest-lived-then-shortest-lived/95'])
+        ('G2', ['find-plant/248', 'mendelian-genetics-unknown-plant/475', 'test-conductivity-of-unknown-substances/481'])
         >>> enumerate_fold("XTree-WebShop-v0", None)[1][499].reset_options
         {'goal_idx': 499}
     """
