@@ -395,6 +395,25 @@ class _Run:
             self.bar.update()
 
 
+def _check(
+    workers: int,
+    start_method: str,
+    step_timeout: float | None,
+    episode_timeout: float | None,
+    max_steps: int | None,
+) -> None:
+    """One clear error for a bad rollout argument, before any env starts."""
+    if workers < 0:
+        raise ConfigError(f"workers={workers} must be >= 0")
+    if start_method not in ("spawn", "forkserver"):
+        raise ConfigError(f"start_method={start_method!r}", fix="use 'spawn' or 'forkserver'")
+    for name, value in (("step_timeout", step_timeout), ("episode_timeout", episode_timeout)):
+        if value is not None and value <= 0:
+            raise ConfigError(f"{name}={value} must be positive seconds (or None)")
+    if max_steps is not None and max_steps < 1:
+        raise ConfigError(f"max_steps={max_steps} must be >= 1")
+
+
 def rollout(
     env_id: str,
     tasks: Sequence[TaskSpec],
@@ -433,15 +452,7 @@ def rollout(
         >>> [(e.member, [t.action for t in e.turns], e.success) for e in eps]
         [(0, ['hello', 'win'], True), (1, [None, 'hello', None, 'win'], True)]
     """
-    if workers < 0:
-        raise ConfigError(f"workers={workers} must be >= 0")
-    if start_method not in ("spawn", "forkserver"):
-        raise ConfigError(f"start_method={start_method!r}", fix="use 'spawn' or 'forkserver'")
-    for name, value in (("step_timeout", step_timeout), ("episode_timeout", episode_timeout)):
-        if value is not None and value <= 0:
-            raise ConfigError(f"{name}={value} must be positive seconds (or None)")
-    if max_steps is not None and max_steps < 1:
-        raise ConfigError(f"max_steps={max_steps} must be >= 1")
+    _check(workers, start_method, step_timeout, episode_timeout, max_steps)
     groups = plan_groups(list(tasks), n, group_mode)
     run = _Run(
         env_id,
