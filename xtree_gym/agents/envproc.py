@@ -144,7 +144,7 @@ class EnvHolder:
             if done:
                 break
         out: dict[str, Any] = {"steps": steps}
-        if not done:
+        if not done and len(steps) < budget:  # at the step cap the rollout ends it: nothing more to read
             out.update(self._extras())
         return out
 
