@@ -234,20 +234,15 @@ class _Run:
             except EnvFault as exc:
                 self._fault(live, str(exc))
                 continue
-            st = live.state
-            st.goal = live.episode.goal = answer["goal"]
-            st.observation = st.initial_observation = answer["obs"]
+            live.episode.goal = answer["goal"]
             live.last_info = answer["info"]
-            self._absorb(live, answer)
+            live.state = HarnessState.start(
+                answer["goal"], answer["obs"], answer["info"], answer.get("view"), answer.get("valid")
+            )
+            live.oracle = answer.get("oracle")
             live.episode.meta["initial_observation"] = answer["obs"]
             started.append(live)
         return started
-
-    def _absorb(self, live: _Live, answer: dict[str, Any]) -> None:
-        """Put the per-turn reads (env view, valid actions, oracle) into what the agent sees next."""
-        live.state.info = {**live.last_info, **(answer.get("view") or {})}
-        live.state.valid_actions = answer.get("valid")
-        live.oracle = answer.get("oracle")
 
     # -- one turn ------------------------------------------------------------------------------------
     def _request(self, live: _Live, messages: list[Message]) -> GenRequest:
@@ -355,18 +350,16 @@ class _Run:
         live.last_info = info
         if "score" in info and isinstance(info["score"], (int, float)):
             live.scores.append(float(info["score"]))
-        st = live.state
-        st.history.append((turn.action or "", turn.observation))
-        st.responses.append(turn.response)
-        st.tokens.append(turn.token or "")
-        st.observation = turn.observation
-        st.turn += 1
+        # what the agent sees next: the step, plus the env view / valid actions / oracle read after it
+        live.state.advance(
+            turn.action or "", turn.observation, info, response=turn.response,
+            view=answer.get("view"), valid_actions=answer.get("valid"),
+        )  # fmt: skip
+        live.oracle = answer.get("oracle")
         if last["terminated"] or last["truncated"]:
             self._finish(live, terminated=last["terminated"], truncated=last["truncated"])
         elif live.steps >= self.cap:
             self._finish(live, truncated=True)
-        else:
-            self._absorb(live, answer)
 
     # -- endings -------------------------------------------------------------------------------------
     def _fault(self, live: _Live, reason: str, turn: Turn | None = None) -> None:
