@@ -209,7 +209,8 @@ def _resume(
     """(finished episodes to keep, specs still to play); refuses a folder holding another run."""
     out.mkdir(parents=True, exist_ok=True)
     run_file = out / "run.json"
-    if run_file.is_file():
+    path = out / "episodes.jsonl"
+    if run_file.is_file() and path.is_file() and path.stat().st_size > 0:  # finished work to protect
         old = json.loads(run_file.read_text(encoding="utf-8"))
         diff = {k: (old.get(k), config.get(k)) for k in _CONFIG_KEYS if old.get(k) != config.get(k)}
         if diff:
@@ -218,7 +219,6 @@ def _resume(
                 fix="use another -o folder, or the same settings to resume",
             )
     atomic_write_text(run_file, json.dumps(config, indent=2, sort_keys=True) + "\n")
-    path = out / "episodes.jsonl"
     existing = read_episodes(path)
     by_key: dict[str, list[Episode]] = {}
     for e in existing:
