@@ -239,3 +239,26 @@ def test_tiny_random_rollouts_repeat_under_the_same_seed():
     assert model.training
     assert a == run(0) and a != run(1)
     assert a[0] != a[1]  # members of a group sample independently
+
+
+def test_node_harness_runs_every_action_tag_in_one_turn():
+    from xtree_gym.agents.harness import get_harness
+
+    text = "<planning>greet, then win</planning><action>hi</action><action>win</action><action>never</action>"
+    (ep,) = rollout(ECHO_ENV, [TaskSpec("e")], ScriptedGenerator([text]), get_harness("node"))
+    (turn,) = ep.turns
+    assert ep.success and ep.terminated and turn.action == "hi; win; never" and turn.reward == 1.0
+    assert turn.observation == "You said: win" and turn.token is None  # the episode ended after the 2nd
+    assert [(p["action"], p["token"]) for p in turn.info["primitives"]] == [
+        ("hi", "say<word>"),
+        ("win", "say<magic>"),
+    ]
+    # the budget counts env actions: a 3-action turn with 2 left runs 2
+    (ep,) = rollout(
+        ECHO_ENV,
+        [TaskSpec("e")],
+        ScriptedGenerator([text.replace("win", "wait")]),
+        get_harness("node"),
+        max_steps=2,
+    )
+    assert len(ep.turns) == 1 and len(ep.turns[0].info["primitives"]) == 2 and ep.truncated
