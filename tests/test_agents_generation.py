@@ -22,6 +22,16 @@ pytest.importorskip("transformers", reason="the train extra (transformers) is no
 from xtree_gym.agents.models import load_model, tiny_random, tiny_tokenizer  # noqa: E402
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """Tiny models gain nothing from two threads, and spinning threads on a busy box cost 10x."""
+    torch = pytest.importorskip("torch", reason="the train extra (torch) is not installed")
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="module")
 def tiny():
     return load_model("tiny-random", seed=0)

@@ -17,6 +17,20 @@ from xtree_gym.corpus import Trajectory
 from xtree_gym.errors import ConfigError, XTreeError
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """Tiny models gain nothing from two threads, and spinning threads on a busy box cost 10x."""
+    try:
+        import torch
+    except ImportError:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def _scripted(**per_member):
     return ScriptedGenerator({(0, int(k[1:])): v for k, v in per_member.items()})
 
