@@ -276,3 +276,17 @@ def test_node_harness_runs_every_action_tag_in_one_turn():
         max_steps=2,
     )
     assert len(ep.turns) == 1 and len(ep.turns[0].info["primitives"]) == 2 and ep.truncated
+
+
+def test_idle_envs_are_reused_and_bounded():
+    from xtree_gym.agents.testing import EchoEnv
+
+    gen = ScriptedGenerator(["<action>win</action>"], cycle=True)
+    base_open, EchoEnv.open_peak = EchoEnv.open_now, 0
+    same = [TaskSpec("e", seed=s) for s in range(4)]
+    rollout(ECHO_ENV, same, gen, EchoHarness(), max_live=1)
+    assert EchoEnv.open_peak - base_open == 1  # one env, reset for every task
+    EchoEnv.open_peak = 0
+    distinct = [TaskSpec("e", env_kwargs={"max_steps": 10 + i}) for i in range(6)]  # one env each
+    rollout(ECHO_ENV, distinct, gen, EchoHarness(), max_live=2)
+    assert EchoEnv.open_peak - base_open <= 4 and EchoEnv.open_now == base_open  # 2 live + 2 idle; all closed

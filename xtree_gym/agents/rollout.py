@@ -173,30 +173,35 @@ class _Run:
         self.episode_timeout = opts["episode_timeout"]
         self.start_method = opts["start_method"]
         self.on_episode: Callable[[Episode], None] | None = opts["on_episode"]
-        self.idle: dict[tuple[str, str], list[Any]] = {}
+        self.idle: list[tuple[tuple[str, str], Any]] = []  # (constructor key, handle), oldest first
+        self.max_idle = 16
         self.done: list[Episode] = []
         self.seen_ids: set[str] = set()
         self.bar: Progress | None = None
 
     # -- env handles -------------------------------------------------------------------------------
     def _acquire(self, kwargs: dict[str, Any]) -> tuple[tuple[str, str], Any]:
+        """An idle env built with the same arguments (reset reuses it), else a new one."""
         key = (self.env_id, repr(sorted(kwargs.items())))
-        pool = self.idle.get(key) or []
-        if pool:
-            return key, pool.pop()
+        for i in range(len(self.idle) - 1, -1, -1):
+            if self.idle[i][0] == key:
+                return key, self.idle.pop(i)[1]
         oracle = bool(getattr(self.generator, "needs_oracle", False))
         if self.workers > 0:
             return key, ProcessHandle(self.env_id, kwargs, self.harness, oracle, self.start_method)
         return key, LocalHandle(EnvHolder(self.env_id, kwargs, self.harness, oracle))
 
     def _release(self, live: _Live) -> None:
+        """Keep a healthy env for the next group; past ``max_idle`` the oldest idle env is closed
+        (MiniWoB builds one browser per task: 125 tasks must not leave 125 browsers open)."""
         if live.handle.alive:
-            self.idle.setdefault(live.key, []).append(live.handle)
+            self.idle.append((live.key, live.handle))
+        while len(self.idle) > self.max_idle:
+            self.idle.pop(0)[1].close()
 
     def close(self) -> None:
-        for pool in self.idle.values():
-            for handle in pool:
-                handle.close()
+        for _, handle in self.idle:
+            handle.close()
         self.idle.clear()
 
     def _timeout(self, live: _Live, base: float | None) -> float | None:
@@ -462,6 +467,7 @@ def rollout(
         on_episode=on_episode,
     )
     capacity = max_live if max_live is not None else (max(workers, n) if workers else max(16, n))
+    run.max_idle = capacity
     pending = deque(enumerate(groups))
     live: list[_Live] = []
     total = sum(len(g) for g in groups)
