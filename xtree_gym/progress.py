@@ -112,7 +112,9 @@ class Progress:
                 return f"{self.desc}: {self.n}/{self.total} ({frac:.0%}) after {elapsed:.0f}s"
             filled = int(frac * 24)
             bar = "#" * filled + "-" * (24 - filled)
-            return f"{self.desc} [{bar}] {self.n}/{self.total} {frac:4.0%} {elapsed:5.1f}s {rate:,.0f}/s"
+            eta = f" ETA {(self.total - self.n) / rate:.0f}s" if rate > 0 and self.n < self.total else ""
+            speed = f"{rate:,.0f}/s" if rate >= 10 else f"{rate:.2f}/s"  # episodes run slower than 1/s
+            return f"{self.desc} [{bar}] {self.n}/{self.total} {frac:4.0%} {elapsed:5.1f}s {speed}{eta}"
         if self.mode == "log":
             return f"{self.desc}: {self.n} after {elapsed:.0f}s"
         return f"{self.desc} {self.n} {elapsed:5.1f}s {rate:,.0f}/s"
