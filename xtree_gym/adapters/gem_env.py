@@ -63,7 +63,9 @@ class GemTextEnv(gem.Env):
         reward, info = s.reward, dict(s.info)
         if self.episode.done and self.tree is not None:
             task = str(self.episode.info.get("task", self.episode.env_id))
-            b = episode_bonus(self.tree, self.episode.tokens, bonus=self.bonus, goal_options=self.episode.goal_options)
+            b = episode_bonus(
+                self.tree, self.episode.tokens, bonus=self.bonus, goal_options=self.episode.goal_options
+            )
             lam = self.win_rate.weight(task, self.lambda0, self.w_ref)
             self.win_rate.update(task, self.episode.won)
             info.update(xtree_bonus=b, xtree_lambda=lam)

@@ -162,13 +162,13 @@ class TextEpisode:
             info: dict[str, Any] = {"invalid_action": True, "parse_error": error}
             token = None
         else:
-            obs, reward, terminated, truncated, info = self.env.step(action)
-            info = dict(info)
+            obs, raw_reward, terminated, truncated, raw_info = self.env.step(action)
+            reward, info = float(raw_reward), dict(raw_info)
             x = info.get("xtree")
             token = x.get("token") if isinstance(x, Mapping) and not x.get("invalid") else None
             if token:
                 self.tokens.append(token)
-            self.won = self.won or _won(float(reward), info) and bool(terminated)
+            self.won = self.won or (_won(float(reward), info) and bool(terminated))
         if self.max_steps is not None and self.n_steps >= self.max_steps and not terminated:
             truncated = True
         self.total_reward += float(reward)
@@ -176,13 +176,17 @@ class TextEpisode:
         self.history.append((action or reply, self.observation))
         self.done = bool(terminated or truncated)
         invalid = action is None or bool(info.get("invalid_action"))
-        return TextStep(self.observation, float(reward), bool(terminated), bool(truncated), action, invalid, token, info)
+        return TextStep(
+            self.observation, float(reward), bool(terminated), bool(truncated), action, invalid, token, info
+        )
 
     def close(self) -> None:
         self.env.close()
 
 
-def episode_bonus(tree: XTree, tokens: Sequence[str], *, bonus: str = "depth", goal_options: Sequence[str] | None = None) -> float:
+def episode_bonus(
+    tree: XTree, tokens: Sequence[str], *, bonus: str = "depth", goal_options: Sequence[str] | None = None
+) -> float:
     """Σ b_v of one episode's tokens (each node once, with the nesting rule of its design).
 
     Example:
@@ -197,7 +201,12 @@ def episode_bonus(tree: XTree, tokens: Sequence[str], *, bonus: str = "depth", g
 
 
 def group_bonus_rewards(
-    outcomes: Sequence[float], bonuses: Sequence[float], won: Sequence[bool], *, lambda0: float = LAMBDA0, w_ref: float = W_REF["scienceworld"]
+    outcomes: Sequence[float],
+    bonuses: Sequence[float],
+    won: Sequence[bool],
+    *,
+    lambda0: float = LAMBDA0,
+    w_ref: float = W_REF["scienceworld"],
 ) -> tuple[list[float], float]:
     """The X-Tree part of Eq. 3 for one group: ``(λ_g · bonus_i for each i, λ_g)``.
 
