@@ -233,3 +233,36 @@ def test_trl_grpo_trainer_logs_our_reward(tree, tmp_path):
     assert len(calls) == 2 and len(logged) == 2  # one call per step, each step's mean in the logs
     for (completions, out), mean in zip(calls, logged):
         assert len(completions) == 4 and mean == pytest.approx(sum(out) / len(out))
+
+
+def test_trl_environment_factory_in_grpo_trainer(tree, tmp_path):
+    """TRL's multi-turn path: needs transformers >= 5.2, which the browser extra's pins rule out here."""
+    trl = pytest.importorskip("trl", reason="trl is not installed: pip install 'xtree_gym[interop]'")
+    import transformers
+    from packaging.version import Version
+
+    if Version(transformers.__version__) < Version("5.2.0"):
+        pytest.skip(
+            f"TRL's environment_factory needs transformers>=5.2 (installed: {transformers.__version__}); "
+            "xtree_gym[test] keeps transformers<5 because browsergym-webarena pins huggingface-hub<1"
+        )
+    from datasets import Dataset
+
+    from xtree_gym.adapters.trl_env import XTreeTRLEnv, make_env_bonus_reward
+    from xtree_gym.agents.models import tiny_random
+
+    model, tok = tiny_random(seed=0)
+    rows = [
+        {"prompt": [{"role": "user", "content": "Solve the puzzle with the act tool."}], "seed": s}
+        for s in (0, 1)
+    ]
+    cfg = trl.GRPOConfig(
+        output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=2, num_generations=2,
+        max_completion_length=16, logging_steps=1, report_to=[], use_cpu=True, save_strategy="no",
+    )  # fmt: skip
+    trainer = trl.GRPOTrainer(
+        model=model, args=cfg, train_dataset=Dataset.from_list(rows), processing_class=tok,
+        reward_funcs=[make_env_bonus_reward(tree)], environment_factory=XTreeTRLEnv.factory("XTree-Countdown-v0"),
+    )  # fmt: skip
+    trainer.train()
+    assert any("XTreeTRLEnv" in k for h in trainer.state.log_history for k in h)
