@@ -56,21 +56,21 @@ class ClaimConfig:
     """Training seeds per (arm, n)."""
     arms: tuple[str, ...] = ARMS
     """Which arms to run."""
-    batch_episodes: int = 32
-    """Episodes per update, for every n (so n=2 has 16 groups, n=16 has 2)."""
-    updates: int = 60
+    batch_episodes: int = 16
+    """Episodes per update, for every n (so n=2 has 8 groups, n=16 has 1)."""
+    updates: int = 64
     """Updates per run: the run sees ``updates · batch_episodes`` episodes."""
     lr: float = 2e-3
     """Adam learning rate."""
-    epochs: int = 2
-    """Clipped-loss passes per batch."""
+    epochs: int = 4
+    """Clipped-loss passes per batch (cheap next to the rollouts; the clip keeps them near the old policy)."""
     hidden: int = 64
     """Policy MLP width."""
     lambda0: float = 0.75
     """Eq. 3 λ0 (Table 7)."""
     w_ref: float = 0.4
     """Eq. 3 w_ref (ScienceWorld's value, Table 7; the depth b_v design and nesting rule go with it)."""
-    eval_episodes: int = 100
+    eval_episodes: int = 64
     """Held-out episodes sampled from each final policy."""
     demo_episodes: int = 80
     """Demonstrations in the mining corpus."""
@@ -155,14 +155,35 @@ def specs(cfg: ClaimConfig) -> list[RunSpec]:
             arm, n, seed, cfg.env_id, cfg.max_steps, cfg.batch_episodes, cfg.updates, cfg.lr,
             cfg.epochs, cfg.hidden, cfg.lambda0, cfg.w_ref, cfg.eval_episodes,
         )  # fmt: skip
+        for seed in cfg.seeds  # seed-major: a run stopped early still has whole seeds of every cell
         for n in cfg.group_sizes
         for arm in cfg.arms
-        for seed in cfg.seeds
     ]
 
 
-def run_all(cfg: ClaimConfig, out_dir: Path, *, progress: bool = True) -> dict[str, Any]:
-    """The whole check; writes ``out_dir`` and returns the results dict."""
+def _key(r: dict[str, Any] | RunSpec) -> tuple[str, int, int]:
+    return (r["arm"], r["n"], r["seed"]) if isinstance(r, dict) else (r.arm, r.n, r.seed)
+
+
+def load_done(path: Path, cfg: ClaimConfig) -> dict[tuple[str, int, int], dict[str, Any]]:
+    """Runs already in ``runs.jsonl`` made with this config (a resumed run skips them)."""
+    done: dict[tuple[str, int, int], dict[str, Any]] = {}
+    if not path.exists():
+        return done
+    want = json.dumps(dataclasses.asdict(cfg), sort_keys=True)
+    for line in path.read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line)
+        if json.dumps(rec.get("config"), sort_keys=True) == want:
+            done[_key(rec["run"])] = rec["run"]
+    return done
+
+
+def run_all(cfg: ClaimConfig, out_dir: Path, *, progress: bool = True, resume: bool = False) -> dict[str, Any]:
+    """The whole check; writes ``out_dir`` and returns the results dict.
+
+    Each finished run is appended to ``out_dir/runs.jsonl``; ``resume`` keeps the runs found there
+    (same config) and runs only the rest.
+    """
     import minigrid  # noqa: F401  (registers the MiniGrid envs)
 
     from .report import summarize, write_report
@@ -171,17 +192,19 @@ def run_all(cfg: ClaimConfig, out_dir: Path, *, progress: bool = True) -> dict[s
     corpus = demo_corpus(cfg.env_id, cfg.max_steps, cfg.demo_episodes, cfg.demo_noise)
     tree, rtree, dists = build_trees(cfg, corpus)
     trees = {"xtree": tree.to_dict(), "random_tree": rtree.to_dict()}
-    todo = [(s, trees.get(s.arm)) for s in specs(cfg)]
-    runs: list[dict[str, Any]] = []
+    out_dir.mkdir(parents=True, exist_ok=True)
+    log = out_dir / "runs.jsonl"
+    done = load_done(log, cfg) if resume else {}
+    runs: list[dict[str, Any]] = list(done.values())
+    todo = [(s, trees.get(s.arm)) for s in specs(cfg) if _key(s) not in done]
+    conf = dataclasses.asdict(cfg)
     bar = Progress(total=len(todo), desc="minigrid claim runs", enabled=progress)
-    if cfg.workers == 1:
-        for job in todo:
-            runs.append(_run(job))
-            bar.update()
-    else:
+    with open(log, "a" if resume else "w", encoding="utf-8") as fh:  # append-only log: each line whole
         with multiprocessing.get_context("fork").Pool(cfg.workers) as pool:
             for r in pool.imap_unordered(_run, todo):
                 runs.append(r)
+                fh.write(json.dumps({"config": conf, "run": r}) + "\n")
+                fh.flush()
                 bar.update()
     bar.close()
     runs.sort(key=lambda r: (cfg.group_sizes.index(r["n"]), cfg.arms.index(r["arm"]), r["seed"]))
@@ -208,7 +231,6 @@ def run_all(cfg: ClaimConfig, out_dir: Path, *, progress: bool = True) -> dict[s
             "cpus": os.cpu_count(),
         },
     }
-    out_dir.mkdir(parents=True, exist_ok=True)
     write_corpus(out_dir / "corpus.jsonl", corpus)
     tree.save(out_dir / "tree.json")
     rtree.save(out_dir / "random_tree.json")
@@ -224,13 +246,14 @@ def main(argv: list[str] | None = None) -> int:
     size.add_argument("--full", action="store_true", help="the committed size (see docs/experiments.md)")
     p.add_argument("--out", default=None, help="output folder (default results/minigrid_claim, smoke: …_smoke)")
     p.add_argument("--workers", type=int, default=None, help="worker processes, 1 or 2")
+    p.add_argument("--resume", action="store_true", help="keep the runs already in OUT/runs.jsonl")
     a = p.parse_args(argv)
     cfg = SMOKE if a.smoke else FULL
     try:
         if a.workers is not None:
             cfg = dataclasses.replace(cfg, workers=a.workers)
         out = Path(a.out or ("results/minigrid_claim_smoke" if a.smoke else "results/minigrid_claim"))
-        res = run_all(cfg, out)
+        res = run_all(cfg, out, resume=a.resume)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
