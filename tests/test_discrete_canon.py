@@ -43,7 +43,10 @@ def test_minigrid_tokens_name_the_front_cell_before_the_action() -> None:
     assert i < j < k == len(toks) - 1
     for x, front in zip(xs, fronts):
         assert x["role"] == (front or "empty")
-        assert x["raw"] == ("left", "right", "forward", "pickup", "drop", "toggle", "done")[x["slots"]["action_index"]]
+        assert (
+            x["raw"]
+            == ("left", "right", "forward", "pickup", "drop", "toggle", "done")[x["slots"]["action_index"]]
+        )
     assert xs[j]["slots"]["state"] == "locked" and xs[j]["slots"]["carrying"] == "key"
 
 
@@ -62,11 +65,16 @@ def test_discrete_domain_any_env() -> None:
     assert discrete_action_names(env) == ["a0", "a1"] and env.domain == "discrete"
     env.reset(seed=0)
     assert env.step(1)[4]["xtree"]["token"] == "a1<none>"
-    named = DiscreteTokens(gym.make("CartPole-v1"), action_names=["push left", "push right"], role_fn=lambda e: "cart")
+    named = DiscreteTokens(
+        gym.make("CartPole-v1"), action_names=["push left", "push right"], role_fn=lambda e: "cart"
+    )
     named.reset(seed=0)
     x = named.step(0)[4]["xtree"]
     assert x["token"] == "push_left<cart>" and x["slots"]["action_index"] == 0
-    assert canonicalize("discrete", "2", {"action_names": ["a", "b", "Jump!"], "role": "Ledge"}).token == "jump<ledge>"
+    assert (
+        canonicalize("discrete", "2", {"action_names": ["a", "b", "Jump!"], "role": "Ledge"}).token
+        == "jump<ledge>"
+    )
 
 
 def test_bad_actions_and_spaces_are_clear_errors() -> None:

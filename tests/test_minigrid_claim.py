@@ -10,9 +10,9 @@ import torch
 
 pytest.importorskip("minigrid")
 
-from experiments.minigrid_claim.run import SMOKE, ClaimConfig, build_trees, length_histogram, main  # noqa: E402
-from experiments.minigrid_claim.solver import demo_corpus  # noqa: E402
-from experiments.minigrid_claim.train import (  # noqa: E402
+from experiments.minigrid_claim.run import SMOKE, ClaimConfig, build_trees, length_histogram, main
+from experiments.minigrid_claim.solver import demo_corpus
+from experiments.minigrid_claim.train import (
     RunSpec,
     batch_rewards,
     make_envs,
@@ -22,8 +22,8 @@ from experiments.minigrid_claim.train import (  # noqa: E402
     train_run,
     update,
 )
-from xtree_gym.agents.advantages import grouped_advantages  # noqa: E402
-from xtree_gym.errors import ConfigError  # noqa: E402
+from xtree_gym.agents.advantages import grouped_advantages
+from xtree_gym.errors import ConfigError
 
 SPEC = RunSpec("xtree", 2, 0, "MiniGrid-DoorKey-5x5-v0", 30, 4, 2, 1e-2, 1, 16, 0.75, 0.4, 4)
 

@@ -112,8 +112,10 @@ def table(cfg: ClaimConfig, results: dict[str, Any]) -> str:
     tr, c, t = results["trees"], results["corpus"], results["timing"]
     lines += [
         "",
-        f"Target success per n: "
-        + ", ".join(f"n={r['n']}: {r['target_success']:.3f}" for r in results["summary"] if r["arm"] == "outcome"),
+        "Target success per n: "
+        + ", ".join(
+            f"n={r['n']}: {r['target_success']:.3f}" for r in results["summary"] if r["arm"] == "outcome"
+        ),
         "",
         f"Mining corpus: {c['episodes']} scripted-solver episodes ({c['successes']} successes), "
         f"mean length {c['mean_length']:.1f}. X-Tree: {tr['xtree']['nodes']} nodes, lengths "

@@ -76,7 +76,9 @@ class ClaimConfig:
     """Demonstrations in the mining corpus."""
     demo_noise: tuple[float, ...] = (0.0, 0.3, 0.6, 1.0)
     """Random-action rates the demonstrations cycle through (1.0: pure random play, mostly failures)."""
-    miner: dict[str, Any] = field(default_factory=lambda: {"cap": 24, "min_freq": 5, "max_len": 8, "eta": 0.5})
+    miner: dict[str, Any] = field(
+        default_factory=lambda: {"cap": 24, "min_freq": 5, "max_len": 8, "eta": 0.5}
+    )
     """MinerConfig fields for both trees."""
     random_tree_draws: int = 20
     """Seeded random trees drawn (each merge asked for the X-Tree node's length); the closest histogram wins."""
@@ -152,9 +154,20 @@ def specs(cfg: ClaimConfig) -> list[RunSpec]:
     """Every (arm, n, seed) run, in a fixed order."""
     return [
         RunSpec(
-            arm, n, seed, cfg.env_id, cfg.max_steps, cfg.batch_episodes, cfg.updates, cfg.lr,
-            cfg.epochs, cfg.hidden, cfg.lambda0, cfg.w_ref, cfg.eval_episodes,
-        )  # fmt: skip
+            arm,
+            n,
+            seed,
+            cfg.env_id,
+            cfg.max_steps,
+            cfg.batch_episodes,
+            cfg.updates,
+            cfg.lr,
+            cfg.epochs,
+            cfg.hidden,
+            cfg.lambda0,
+            cfg.w_ref,
+            cfg.eval_episodes,
+        )
         for seed in cfg.seeds  # seed-major: a run stopped early still has whole seeds of every cell
         for n in cfg.group_sizes
         for arm in cfg.arms
@@ -178,7 +191,9 @@ def load_done(path: Path, cfg: ClaimConfig) -> dict[tuple[str, int, int], dict[s
     return done
 
 
-def run_all(cfg: ClaimConfig, out_dir: Path, *, progress: bool = True, resume: bool = False) -> dict[str, Any]:
+def run_all(
+    cfg: ClaimConfig, out_dir: Path, *, progress: bool = True, resume: bool = False
+) -> dict[str, Any]:
     """The whole check; writes ``out_dir`` and returns the results dict.
 
     Each finished run is appended to ``out_dir/runs.jsonl``; ``resume`` keeps the runs found there
@@ -199,13 +214,15 @@ def run_all(cfg: ClaimConfig, out_dir: Path, *, progress: bool = True, resume: b
     todo = [(s, trees.get(s.arm)) for s in specs(cfg) if _key(s) not in done]
     conf = dataclasses.asdict(cfg)
     bar = Progress(total=len(todo), desc="minigrid claim runs", enabled=progress)
-    with open(log, "a" if resume else "w", encoding="utf-8") as fh:  # append-only log: each line whole
-        with multiprocessing.get_context("fork").Pool(cfg.workers) as pool:
-            for r in pool.imap_unordered(_run, todo):
-                runs.append(r)
-                fh.write(json.dumps({"config": conf, "run": r}) + "\n")
-                fh.flush()
-                bar.update()
+    with (
+        open(log, "a" if resume else "w", encoding="utf-8") as fh,  # append-only log: each line whole
+        multiprocessing.get_context("fork").Pool(cfg.workers) as pool,
+    ):
+        for r in pool.imap_unordered(_run, todo):
+            runs.append(r)
+            fh.write(json.dumps({"config": conf, "run": r}) + "\n")
+            fh.flush()
+            bar.update()
     bar.close()
     runs.sort(key=lambda r: (cfg.group_sizes.index(r["n"]), cfg.arms.index(r["arm"]), r["seed"]))
     results = {
@@ -216,12 +233,19 @@ def run_all(cfg: ClaimConfig, out_dir: Path, *, progress: bool = True, resume: b
             "mean_length": sum(len(t.steps) for t in corpus) / len(corpus),
         },
         "trees": {
-            "xtree": {"nodes": len(tree), "length_histogram": length_histogram(tree), "depths": tree.depth_histogram()},
-            "random_tree": {
-                "nodes": len(rtree), "length_histogram": length_histogram(rtree), "depths": rtree.depth_histogram(),
-                "seed": rtree.extra["control"]["seed"], "histogram_distance_per_draw": dists,
+            "xtree": {
+                "nodes": len(tree),
+                "length_histogram": length_histogram(tree),
+                "depths": tree.depth_histogram(),
             },
-        },  # fmt: skip
+            "random_tree": {
+                "nodes": len(rtree),
+                "length_histogram": length_histogram(rtree),
+                "depths": rtree.depth_histogram(),
+                "seed": rtree.extra["control"]["seed"],
+                "histogram_distance_per_draw": dists,
+            },
+        },
         "summary": summarize(cfg, runs),
         "runs": runs,
         "timing": {
@@ -240,11 +264,15 @@ def run_all(cfg: ClaimConfig, out_dir: Path, *, progress: bool = True, resume: b
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m experiments.minigrid_claim", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m experiments.minigrid_claim", description=__doc__.split("\n")[0]
+    )
     size = p.add_mutually_exclusive_group(required=True)
     size.add_argument("--smoke", action="store_true", help="a seconds-long run (what the tests run)")
     size.add_argument("--full", action="store_true", help="the committed size (see docs/experiments.md)")
-    p.add_argument("--out", default=None, help="output folder (default results/minigrid_claim, smoke: …_smoke)")
+    p.add_argument(
+        "--out", default=None, help="output folder (default results/minigrid_claim, smoke: …_smoke)"
+    )
     p.add_argument("--workers", type=int, default=None, help="worker processes, 1 or 2")
     p.add_argument("--resume", action="store_true", help="keep the runs already in OUT/runs.jsonl")
     a = p.parse_args(argv)

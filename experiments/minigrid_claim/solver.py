@@ -40,7 +40,9 @@ def _passable(u: Any, pos: tuple[int, int], has_key: bool) -> bool:
     return False
 
 
-def _bfs(u: Any, start: tuple[int, int], targets: set[tuple[int, int]], has_key: bool) -> list[tuple[int, int]]:
+def _bfs(
+    u: Any, start: tuple[int, int], targets: set[tuple[int, int]], has_key: bool
+) -> list[tuple[int, int]]:
     """Shortest cell path from ``start`` to any target (targets need not be passable)."""
     prev: dict[tuple[int, int], tuple[int, int] | None] = {start: None}
     todo = deque([start])
@@ -87,7 +89,9 @@ def solver_action(env: gym.Env) -> int:
     return FORWARD
 
 
-def demo_episode(env: DiscreteTokens, seed: int, noise: float, rng: np.random.Generator, tag: str) -> Trajectory:
+def demo_episode(
+    env: DiscreteTokens, seed: int, noise: float, rng: np.random.Generator, tag: str
+) -> Trajectory:
     """One noisy-solver episode as a corpus trajectory (tokens from the wrapper, label from the env)."""
     env.reset(seed=seed)
     steps: list[Step] = []

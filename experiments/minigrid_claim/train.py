@@ -78,11 +78,11 @@ def full_view(self: Any) -> dict[str, Any]:
     """
     g = self.grid
     cells = g.grid  # row-major: index y * width + x
-    types = np.fromiter((1 if c is None else _TYPE_IDX[c.type] for c in cells), np.int64, len(cells))
-    states = np.fromiter((_state(c) for c in cells), np.int64, len(cells))
-    img = np.stack([types, states], -1).reshape(g.height, g.width, 2).transpose(1, 0, 2)  # [x, y, ch]
+    codes = [(1, 0) if c is None else (_TYPE_IDX[c.type], _state(c)) for c in cells]
+    img = np.array(codes, dtype=np.int64).reshape(g.height, g.width, 2).transpose(1, 0, 2)  # [x, y, ch]
     r = max(g.width, g.height) - 1
-    pad = np.pad(img, ((r, r), (r, r), (0, 0)))  # type 0 ("unseen") outside the grid
+    pad = np.zeros((g.width + 2 * r, g.height + 2 * r, 2), dtype=np.int64)  # type 0 ("unseen") outside
+    pad[r : r + g.width, r : r + g.height] = img
     x, y = int(self.agent_pos[0]), int(self.agent_pos[1])
     crop = np.rot90(pad[x : x + 2 * r + 1, y : y + 2 * r + 1], k=-int(self.agent_dir), axes=(0, 1))
     return {"image": crop, "direction": self.agent_dir, "carrying": self.carrying is not None}
@@ -255,7 +255,9 @@ def train_run(spec: RunSpec, tree: XTree | None) -> dict[str, Any]:
     opt = torch.optim.Adam(policy.parameters(), lr=spec.lr)
     groups = spec.batch_episodes // spec.n
     task_rng = np.random.default_rng(1_000_003 * spec.seed + 7)
-    curve: dict[str, list[float]] = {k: [] for k in ("success", "lambda_g", "bonus", "all_fail", "no_signal", "length")}
+    curve: dict[str, list[float]] = {
+        k: [] for k in ("success", "lambda_g", "bonus", "all_fail", "no_signal", "length")
+    }
     t0 = time.perf_counter()
     for _ in range(spec.updates):
         tasks = task_rng.integers(0, 10_000, size=groups)  # env seeds below the demo (10_000) and eval ranges
