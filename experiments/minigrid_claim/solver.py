@@ -65,7 +65,7 @@ def _bfs(
 
 def solver_action(env: gym.Env) -> int:
     """The solver's next action on a live DoorKey / MultiRoom / Empty-style env."""
-    u = env.unwrapped
+    u: Any = env.unwrapped
     pos = (int(u.agent_pos[0]), int(u.agent_pos[1]))
     carrying = u.carrying
     has_key = carrying is not None and carrying.type == "key"

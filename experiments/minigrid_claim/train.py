@@ -97,7 +97,7 @@ def _state(cell: Any) -> int:
 
 def obs_dim(env: gym.Env) -> int:
     """Length of :func:`encode`'s vector for ``env``'s grid."""
-    u = env.unwrapped
+    u: Any = env.unwrapped
     side = 2 * (max(int(u.width), int(u.height)) - 1) + 1
     return side * side * (N_TYPES + N_STATES) + N_DIRS + 1
 
@@ -138,7 +138,9 @@ def make_envs(spec: RunSpec, tree: XTree | None, count: int) -> list[gym.Env]:
     """``count`` envs with tokens, and the bonus ledger (``record`` mode) when the arm has a tree."""
     import types
 
-    bonus = {"weight": "record", "lambda0": spec.lambda0, "w_ref": spec.w_ref} if tree is not None else {}
+    bonus: dict[str, Any] = (
+        {"weight": "record", "lambda0": spec.lambda0, "w_ref": spec.w_ref} if tree is not None else {}
+    )
     out = []
     for _ in range(count):
         base = gym.make(spec.env_id, max_steps=spec.max_steps, disable_env_checker=True)
