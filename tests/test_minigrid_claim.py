@@ -48,6 +48,7 @@ def test_smoke_run_writes_every_number(tmp_path, capsys) -> None:
     assert any(b > 0 for r in res["runs"] if r["arm"] != "outcome" for b in r["curve"]["bonus"])
     table = (tmp_path / "table.md").read_text()
     assert "+ X-Tree bonus" in table and "| 4 | + random-tree bonus |" in table
+    assert (tmp_path / "corpus.jsonl.gz").exists() and (tmp_path / "runs.jsonl").exists()
     assert (tmp_path / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "wrote" in capsys.readouterr().out
 

@@ -136,6 +136,7 @@ def table(cfg: ClaimConfig, results: dict[str, Any]) -> str:
 def _save_png(fig: Any, path: Path) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".png", dir=path.parent)
     os.close(fd)
+    os.chmod(tmp, 0o644)  # mkstemp makes 0600
     try:
         fig.savefig(tmp, dpi=110, metadata={"Software": None})
         os.replace(tmp, path)

@@ -10,7 +10,7 @@ by the env's own reward); (2) the X-Tree mined from it with xtree_gym's miner, a
 with the same node count, chosen among seeded random trees for the closest length histogram;
 (3) one GRPO run per (arm, n, seed) (:mod:`.train`), two worker processes at most; (4) the report
 (:mod:`.report`): ``results/minigrid_claim/{results.json, table.md, curves.png, tree.json,
-random_tree.json, corpus.jsonl}``.
+random_tree.json, corpus.jsonl.gz, runs.jsonl}``.
 """
 
 from __future__ import annotations
@@ -255,7 +255,7 @@ def run_all(
             "cpus": os.cpu_count(),
         },
     }
-    write_corpus(out_dir / "corpus.jsonl", corpus)
+    write_corpus(out_dir / "corpus.jsonl.gz", corpus)
     tree.save(out_dir / "tree.json")
     rtree.save(out_dir / "random_tree.json")
     atomic_write_text(out_dir / "results.json", json.dumps(results, indent=1) + "\n")
