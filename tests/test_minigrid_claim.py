@@ -99,3 +99,19 @@ def test_bad_config_is_one_clear_error() -> None:
         ClaimConfig(group_sizes=(3,), batch_episodes=32)
     with pytest.raises(ConfigError, match="workers"):
         ClaimConfig(workers=4)
+
+
+def test_random_tree_lengths_follow_the_request(corpus_and_trees) -> None:
+    """``random_tree(lengths=)`` draws merge i among pairs of node i's length when the pool has one."""
+    from experiments.minigrid_claim.run import _hist_distance
+    from xtree_gym.config import MinerConfig
+    from xtree_gym.instances import random_tree
+
+    corpus, tree, _, _ = corpus_and_trees
+    cfg, want = MinerConfig(**SMOKE.miner), [n.length for n in tree.nodes]
+    asked = [random_tree(corpus, len(tree), cfg, seed=s, lengths=want) for s in range(4)]
+    plain = [random_tree(corpus, len(tree), cfg, seed=s) for s in range(4)]
+    d_asked = sum(_hist_distance(length_histogram(t), length_histogram(tree)) for t in asked)
+    d_plain = sum(_hist_distance(length_histogram(t), length_histogram(tree)) for t in plain)
+    assert d_asked < d_plain
+    assert asked[0].extra["control"]["lengths"] == want
