@@ -3,6 +3,8 @@
 * :mod:`xtree_gym.wrappers.reward` -- reward shaping from an X-Tree: :class:`XTreeBonus` (Eq. 3 skill bonus),
   :class:`InvalidActionPenalty`.
 * :mod:`xtree_gym.wrappers.mdl` -- ReuseRL's segmentation-cost penalty: :class:`SegCost`.
+* :mod:`xtree_gym.wrappers.discrete` -- ``verb<role>`` tokens on any discrete-action env:
+  :class:`DiscreteTokens`, :func:`xtree_discrete` (tokens + :class:`XTreeBonus`).
 
 Imports are lazy so ``import xtree_gym.wrappers`` does not need gymnasium.
 """
@@ -15,6 +17,8 @@ _LAZY = {
     "XTreeBonus": "xtree_gym.wrappers.reward",
     "InvalidActionPenalty": "xtree_gym.wrappers.reward",
     "SegCost": "xtree_gym.wrappers.mdl",
+    "DiscreteTokens": "xtree_gym.wrappers.discrete",
+    "xtree_discrete": "xtree_gym.wrappers.discrete",
 }
 
 __all__ = sorted(_LAZY)
