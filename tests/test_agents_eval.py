@@ -155,6 +155,22 @@ def test_oracle_wins_scienceworld_through_rlvmr(sciworld_jvm):
     )
 
 
+def _expert_results(data_dir, goal_ids):
+    """The expert shopper's own (won, reward) on each goal, played directly (no harness, no parse)."""
+    import random
+
+    import gymnasium as gym
+
+    from xtree_gym.collect.webshop import run_episode
+
+    env = gym.make("XTree-WebShop-v0", data_dir=str(data_dir))
+    try:
+        recs = [run_episode(env.unwrapped, g, "expert", random.Random(0)) for g in goal_ids]
+    finally:
+        env.close()
+    return [(bool(r["success"]), float(r["reward"])) for r in recs]
+
+
 def test_oracle_wins_webshop_through_both_harnesses_and_resumes(webshop_data_dir, tmp_path):
     args = {"data_dir": str(webshop_data_dir)}
     for harness in ("verl-agent", "react"):
@@ -162,7 +178,13 @@ def test_oracle_wins_webshop_through_both_harnesses_and_resumes(webshop_data_dir
         r = evaluate(
             "XTree-WebShop-v0", harness=harness, backend="oracle", tasks=3, env_args=args, output_dir=out
         )
-        assert r["success_rate"] == 1.0 and r["episodes"] == 3
+        rows = _rows(out / "episodes.jsonl")
+        goals = [int(row["id"].split("goal/")[1].split("/")[0]) for row in rows]
+        # Through the full parse path the oracle does exactly what the expert does on its own; under the
+        # original WebShop reward the expert itself misses a few goals (docs/webshop.md: 0.937 success).
+        expert = _expert_results(webshop_data_dir, goals)
+        assert [(row["success"], row["reward"]) for row in rows] == expert
+        assert r["success_rate"] == sum(w for w, _ in expert) / 3 >= 2 / 3 and r["episodes"] == 3
         assert set(r) >= RESULT_KEYS and json.loads((out / "results.json").read_text()) == r
     again = evaluate(
         "XTree-WebShop-v0", harness="react", backend="oracle", tasks=3, env_args=args, output_dir=out

@@ -6,7 +6,6 @@ generator, or for TRL from a ``tiny-random`` model that GRPOTrainer really train
 
 from __future__ import annotations
 
-import asyncio
 import importlib.metadata as md
 import re
 import subprocess
@@ -15,7 +14,7 @@ import sys
 import pytest
 
 from xtree_gym import MinerConfig, Step, Trajectory, mine
-from xtree_gym.adapters.text_env import TextEpisode, episode_bonus
+from xtree_gym.adapters.text_env import TextEpisode, episode_bonus, run_sync
 from xtree_gym.agents.generation import ScriptedGenerator
 
 
@@ -163,7 +162,7 @@ def test_tinker_group_rewards_add_the_bonus(tree):
             return TokensWithLogprobs(tokens=tok.encode(text, add_special_tokens=False), maybe_logprobs=None)
 
     builder = XTreeGroupBuilder("XTree-Countdown-v0", tokenizer=tok, seed=seed, n=2, tree=tree, w_ref=0.4)
-    group = asyncio.run(do_group_rollout(builder, Replay([*sol[:-1], "giving up"])))
+    group = run_sync(do_group_rollout(builder, Replay([*sol[:-1], "giving up"])))
     totals = group.get_total_rewards()
     assert len(totals) == 2
     ep = TextEpisode("XTree-Countdown-v0")

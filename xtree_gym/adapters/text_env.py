@@ -22,15 +22,38 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import asyncio
+import concurrent.futures
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import ConfigError, EnvConfigError
 from ..rewards import LAMBDA0, W_REF, lambda_g, resolve_bonus, sequence_bonus
 from ..tree import XTree
 
 Message = dict[str, str]
+T = TypeVar("T")
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(coro)``, also where this thread already runs an event loop.
+
+    verifiers and tinker are async; Jupyter, and Playwright's sync API (our browser envs), leave a
+    loop running in the main thread, where ``asyncio.run`` refuses. Then a worker thread runs it.
+
+    Example:
+        >>> async def two():
+        ...     return 2
+        >>> run_sync(two())
+        2
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 @dataclass

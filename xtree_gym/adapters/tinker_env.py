@@ -7,11 +7,11 @@ observation is the chat-templated prompt (``tinker.ModelInput``), the action the
 decoded and parsed by the harness (or the last line of the reply).
 
 Example:
-    >>> import asyncio
+    >>> from xtree_gym.adapters.text_env import run_sync
     >>> from xtree_gym.agents.models import tiny_tokenizer
     >>> b = XTreeGroupBuilder("XTree-Countdown-v0", tokenizer=tiny_tokenizer(), seed=0, n=2)
-    >>> envs = asyncio.run(b.make_envs())
-    >>> ob, stop = asyncio.run(envs[0].initial_observation())
+    >>> envs = run_sync(b.make_envs())
+    >>> ob, stop = run_sync(envs[0].initial_observation())
     >>> ob.length > 0, len(envs)
     (True, 2)
 """

@@ -26,7 +26,7 @@ from verifiers.types import Response, ResponseMessage
 
 from ..rewards import LAMBDA0, W_REF
 from ..tree import XTree
-from .text_env import TextEpisode, episode_bonus, group_bonus_rewards
+from .text_env import TextEpisode, episode_bonus, group_bonus_rewards, run_sync
 
 
 def _text(message: Any) -> str:
@@ -179,8 +179,6 @@ class GeneratorClient(vf.Client):
 
 def run_group(env: XTreeVerifiersEnv, row: int, client: vf.Client, n: int) -> list[Any]:
     """Play ``n`` rollouts of dataset row ``row`` through verifiers and score them as one group."""
-    import asyncio
-
     base = dict(env.dataset[row])
     inputs: Sequence[Any] = [{**base, "example_id": row} for _ in range(n)]
-    return asyncio.run(env.run_group(list(inputs), client, client.generator.name, {}))
+    return run_sync(env.run_group(list(inputs), client, client.generator.name, {}))
