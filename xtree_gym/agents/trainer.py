@@ -172,7 +172,7 @@ class GRPOTrainer:
         )
         self.buffer = RolloutBuffer(self.cfg.remine_buffer) if self.cfg.remine_every else None
         self.teacher = self._teacher_context(usage=None)
-        self.harness = self._harness()
+        self._harness_obj: Any = None
         self.step = 0
         self.writer = MetricsWriter(
             self.run_dir, tensorboard=self.cfg.tensorboard, enabled=self.acc.is_main_process
@@ -184,8 +184,8 @@ class GRPOTrainer:
     def _load_tree(self, path: str | None) -> Any:
         if not path:
             return None
-        from ..formats._records import reading
         from ..errors import TreeFormatError
+        from ..formats._records import reading
         from ..tree import XTree
 
         with reading(path, TreeFormatError):
@@ -199,10 +199,14 @@ class GRPOTrainer:
         )
         return TeacherContext(card_fn, self.tokenizer)
 
-    def _harness(self) -> Any:
-        from .harness import get_harness
+    @property
+    def harness(self) -> Any:
+        """The harness (built on first use: learning from given episodes needs none)."""
+        if self._harness_obj is None:
+            from .harness import get_harness
 
-        return get_harness(self.cfg.harness or "")
+            self._harness_obj = get_harness(self.cfg.harness or "")
+        return self._harness_obj
 
     @property
     def policy(self) -> Any:
