@@ -120,6 +120,8 @@ class GRPOConfig:
     """``none`` (outcome only), ``xtree`` (Eq. 3: λ_g Σ b_v), or ``segcost`` (ReuseRL Eq. 6)."""
     tree: str | None = None
     """X-Tree JSON file: the bonus's nodes (``shaping xtree``), the OPSD cards, the re-miner's config."""
+    tree_corpus: str | None = None
+    """Corpus JSONL the tree was mined from: node success rates and ScienceWorld family cards for OPSD."""
     lambda0: float = LAMBDA0
     """Eq. 3: bonus weight of a group in which no rollout wins."""
     w_ref: float | None = None

@@ -171,7 +171,7 @@ class GRPOTrainer:
             else None
         )
         self.buffer = RolloutBuffer(self.cfg.remine_buffer) if self.cfg.remine_every else None
-        self.teacher = self._teacher_context(usage=None)
+        self.teacher = self._teacher_context(usage=self._tree_usage())
         self._harness_obj: Any = None
         self.step = 0
         self.writer = MetricsWriter(
@@ -190,6 +190,15 @@ class GRPOTrainer:
 
         with reading(path, TreeFormatError):
             return XTree.load(path)
+
+    def _tree_usage(self) -> Any:
+        """Node usage over ``tree_corpus`` (the cards' success rates and families), when given."""
+        if not self.cfg.tree_corpus or self.tree is None or self.cfg.opsd == "none":
+            return None
+        from ..corpus import read_corpus
+        from ..render.stats import CorpusUsage
+
+        return CorpusUsage.build(self.tree, read_corpus(self.cfg.tree_corpus).trajectories, self.cfg.domain())
 
     def _teacher_context(self, usage: Any) -> TeacherContext | None:
         if self.cfg.opsd == "none":
@@ -252,7 +261,7 @@ class GRPOTrainer:
         cfg = self.cfg
         self.model.eval()
         try:
-            return rollout(
+            episodes = rollout(
                 cfg.env,
                 tasks,
                 self.make_generator(step),
@@ -268,6 +277,20 @@ class GRPOTrainer:
             )
         finally:
             self.model.train()
+        if cfg.domain() == "webshop":
+            self._add_goal_options(episodes, tasks)
+        return episodes
+
+    def _add_goal_options(self, episodes: Sequence[Episode], tasks: Sequence[TaskSpec]) -> None:
+        """WebShop's b_v and card retrieval need the goal's option types: read them off the catalogue."""
+        from ..envs.webshop import load_webshop_data
+
+        kw = self.cfg.env_kwargs
+        goals = load_webshop_data(kw.get("data_dir"), int(kw.get("price_seed", 0))).goals
+        for ep in episodes:
+            idx = tasks[ep.group].reset_options.get("goal_idx")
+            if idx is not None and "goal_options" not in ep.meta:
+                ep.meta["goal_options"] = list(goals[int(idx)].goal_options)
 
     # -- 3. rewards ----------------------------------------------------------------------------
     def rewards(self, episodes: Sequence[Episode]) -> StepRewards:
