@@ -403,6 +403,7 @@ class GRPOTrainer:
         if self.ema is not None:
             ema_update(self.ema, self.policy, self.cfg.opsd_ema)
         sums["tokens"] = local["tokens"]
+        sums["row_tokens"] = float(sum(len(r) for r in rows))  # what the forwards read (prompts too)
         sums["micro_batches"] = float(len(batches))
         out = reduce_sums(sums, self.acc)
         out["grad_norm"] = grad_norm
@@ -624,5 +625,6 @@ def summarize(
         "rollout_seconds": rollout_s,
         "update_seconds": update_s,
         "update_tokens_per_s": safe_div(tok, update_s),
+        "row_tokens": int(s.get("row_tokens", 0.0)),
         "lr": lr,
     }
