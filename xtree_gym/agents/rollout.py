@@ -26,7 +26,9 @@ Decisions worth knowing:
   is discarded and the rest of the group goes on. Workers are killed on overrun; in-process envs
   (``workers=0``) are abandoned in their thread.
 * **Tokens.** ``Turn.token``/``slots`` are the env's ``info["xtree"]`` for the executed action, so
-  ``xtree mine`` reads rollouts without re-canonicalizing; ids and logprobs are the generator's.
+  ``xtree mine`` reads rollouts without re-canonicalizing; a turn no env answered (parse failure,
+  fault) gets ``noop<empty>``, the catch-all's token for an empty action, so every step has one.
+  Ids and logprobs are the generator's.
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ ENV_DOMAINS = {
     "XTree-ALFWorld-v0": "alfworld",
 }
 _SCALAR = (str, int, float, bool, type(None))
+NO_ACTION_TOKEN = "noop<empty>"
+"""Token of a turn no env answered (parse failure, fault): the catch-all canonicalizer's for an empty action."""
 
 
 def env_domain(env_id: str) -> str:
@@ -117,9 +121,14 @@ def _messages_to_request(
 
 
 def _small_info(info: dict[str, Any]) -> dict[str, Any]:
-    """The scalar facts of an env ``info`` worth keeping on a turn (score, won, invalid_action...)."""
+    """The scalar facts of an env ``info`` worth keeping on a turn (score, won, invalid_action...).
+
+    The goal is on the episode already; long texts (pages, trees) are on the observation.
+    """
     return {
-        k: v for k, v in info.items() if isinstance(v, _SCALAR) and not (isinstance(v, str) and len(v) > 300)
+        k: v
+        for k, v in info.items()
+        if k != "goal" and isinstance(v, _SCALAR) and not (isinstance(v, str) and len(v) > 300)
     }
 
 
@@ -314,6 +323,7 @@ class _Run:
         return running
 
     def _invalid_turn(self, live: _Live, turn: Turn, error: str) -> None:
+        turn.token, turn.slots = NO_ACTION_TOKEN, {"rest": ""}
         turn.invalid = True
         turn.parse_error = error
         turn.observation = f"Invalid response: {error}"
@@ -362,6 +372,7 @@ class _Run:
     def _fault(self, live: _Live, reason: str, turn: Turn | None = None) -> None:
         if turn is not None:
             turn.observation = ""
+            turn.token, turn.slots = NO_ACTION_TOKEN, {"rest": ""}
             turn.info["fault"] = reason
             live.episode.turns.append(turn)
         live.episode.fault = reason
