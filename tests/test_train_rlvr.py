@@ -102,7 +102,7 @@ def test_webshop_opsd_and_remining(tmp_path: Path, demo_shop: Path) -> None:
     tree = _tree(tmp_path, WEBSHOP_TOKENS, "webshop")
     args = ["--config", "webshop-cpu-smoke", "--env-kwargs", f"data_dir={demo_shop}", "--tree", str(tree)]
     args += ["--tree-corpus", str(tmp_path / "tree_corpus.jsonl"), "--opsd", "xtree", "--opsd-c", "0.5"]
-    args += ["--remine-every", "1", "--miner", "webshop"]
+    args += ["--remine-every", "1", "--miner", "webshop", "--eval-every", "2", "--eval-tasks", "1"]
     args += ["-o", str(tmp_path / "run"), "--no-tensorboard"]
     assert main(["train", "rlvr", *args]) == 0
     lines = read_metrics(tmp_path / "run")
@@ -111,6 +111,9 @@ def test_webshop_opsd_and_remining(tmp_path: Path, demo_shop: Path) -> None:
         assert {"nodes", "nodes_came", "nodes_went", "nodes_stayed"} <= set(m)
         assert m["nodes_stayed"] + m["nodes_went"] >= 0
     assert lines[0]["nodes_went"] + lines[0]["nodes_stayed"] == 3  # the starting tree had 3 nodes
+    assert "eval_success_rate" not in lines[0] and 0.0 <= lines[1]["eval_success_rate"] <= 1.0
+    results = json.loads((tmp_path / "run" / "eval-000002" / "results.json").read_text())
+    assert results["episodes"] == 1 and results["success_rate"] == lines[1]["eval_success_rate"]
     ckpt = tmp_path / "run" / "checkpoint-000002"
     assert (ckpt / "tree.json").is_file() and (ckpt / "buffer.jsonl").is_file()
     assert len((ckpt / "buffer.jsonl").read_text().splitlines()) == 4  # 2 steps x 1 task x 2 rollouts

@@ -160,6 +160,8 @@ class GRPOConfig:
     """Run ``evaluate`` every K steps (0 = never); writes ``eval_success_rate``."""
     eval_tasks: int = 8
     """Tasks of the eval fold per evaluation (a seeded subset)."""
+    eval_temperature: float = 0.4
+    """Sampling temperature of the evaluation rollouts (Table 7: 0.4)."""
     eval_fold: str | None = None
     """Eval fold (``G0``/``G1``/``G2`` ScienceWorld, ``test`` WebShop); default the env's first."""
     output_dir: str = "runs/rlvr"

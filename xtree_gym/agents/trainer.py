@@ -508,12 +508,23 @@ class GRPOTrainer:
         result = float("nan")
         if self.acc.is_main_process:
             from .evaluate import evaluate
+            from .generation import make_generator
 
-            res = evaluate(
-                self.cfg.env,
+            cfg = self.cfg
+            gen = make_generator(
+                "hf",
                 model=self.policy,
                 tokenizer=self.tokenizer,
-                harness=self.cfg.harness,
+                temperature=cfg.eval_temperature,
+                max_new_tokens=cfg.max_new_tokens,
+                stop=tuple(getattr(self.harness, "stop", ()) or ()),
+                seed=cfg.seed,
+            )
+            res = evaluate(
+                self.cfg.env,
+                model=cfg.model,
+                generator=gen,
+                harness=self.cfg.harness or "",
                 fold=self.cfg.eval_fold,
                 tasks=self.cfg.eval_tasks,
                 n=1,
@@ -521,6 +532,8 @@ class GRPOTrainer:
                 max_steps=self.cfg.max_steps,
                 env_args=dict(self.cfg.env_kwargs),
                 output_dir=str(self.run_dir / f"eval-{step:06d}"),
+                seed=cfg.seed,
+                progress=False,
             )
             result = float(res["success_rate"])
         self.model.train()
