@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 SHAPES = {  # Qwen2.5 configs (hidden, layers, heads, kv heads, intermediate); "tiny" checks the script on CPU
     "tiny": (64, 2, 4, 2, 128),
@@ -59,7 +60,7 @@ def build_model_folder(shape: str, folder: Path, device: str) -> None:
     )
     torch.manual_seed(0)
     with torch.device(device):
-        model = Qwen2ForCausalLM(cfg).to(torch.bfloat16)
+        model = Qwen2ForCausalLM(cfg).bfloat16()
     model.save_pretrained(str(folder), safe_serialization=True)
     tok.save_pretrained(str(folder))
     del model
@@ -67,7 +68,7 @@ def build_model_folder(shape: str, folder: Path, device: str) -> None:
         torch.cuda.empty_cache()
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--recipe", default="scienceworld-gpu")
     ap.add_argument("--shape", default="1.5b", choices=sorted(SHAPES))
@@ -75,9 +76,79 @@ def main() -> int:
     ap.add_argument("--turns", type=int, default=1, help="turns per episode (rows per episode)")
     ap.add_argument("--max-new-tokens", type=int, default=None, help="default: the recipe's")
     ap.add_argument("--tasks-per-step", type=int, default=None, help="default: the recipe's")
-    ap.add_argument("--allow-cpu", action="store_true", help="run on CPU when no GPU is visible (script check)")
-    args = ap.parse_args()
+    ap.add_argument(
+        "--allow-cpu", action="store_true", help="run on CPU when no GPU is visible (script check)"
+    )
+    return ap.parse_args()
 
+
+def make_trainer(args: argparse.Namespace, tmp: str, cuda: bool) -> Any:
+    """The real trainer on the recipe's config, with the random model and no tree (no corpus needed)."""
+    from xtree_gym.agents.config import GRPOConfig, config_from_mapping, load_config_file
+    from xtree_gym.agents.train_cli import recipes
+    from xtree_gym.agents.trainer import GRPOTrainer
+
+    data = load_config_file(recipes()[args.recipe])
+    build_model_folder(args.shape, Path(tmp) / "model", "cuda" if cuda else "cpu")
+    data.update(model=str(Path(tmp) / "model"), output_dir=f"{tmp}/run", progress=False, tensorboard=False)
+    # the card text does not change the cost of OPSD's teacher pass: an empty card needs no tree
+    data.update(tree=None, shaping="none", opsd="empty" if data.get("opsd", "none") != "none" else "none")
+    for key in ("max_new_tokens", "tasks_per_step"):
+        if getattr(args, key):
+            data[key] = getattr(args, key)
+    if not cuda:
+        data["dtype"] = "float32"
+    cfg: GRPOConfig = config_from_mapping(GRPOConfig, data, args.recipe)
+    return GRPOTrainer(cfg)
+
+
+def generate_episodes(trainer: Any, args: argparse.Namespace, sync: Any) -> tuple[list[Any], float, int]:
+    """``tasks_per_step × n`` episodes of ``--turns`` generated turns; seeded 30 % wins."""
+    from xtree_gym.agents.generation import HFGenerator
+    from xtree_gym.agents.types import Episode, GenRequest, Turn
+
+    cfg = trainer.cfg
+    rng = random.Random(0)
+    count = cfg.tasks_per_step * cfg.n
+    vocab = min(len(trainer.tokenizer), 4000)
+    gen = HFGenerator(
+        trainer.policy,
+        trainer.tokenizer,
+        temperature=cfg.temperature,
+        max_new_tokens=cfg.max_new_tokens,
+        seed=0,
+        batch_size=count,
+    )
+    episodes = []
+    for i in range(count):
+        won = rng.random() < 0.3
+        episodes.append(
+            Episode(str(i), "smoke", "smoke", "", 0, i // cfg.n, i % cfg.n, success=won, reward=float(won))
+        )
+    seconds, tokens = 0.0, 0
+    trainer.model.eval()
+    for turn in range(args.turns):
+        reqs = [
+            GenRequest(
+                [rng.randrange(3, vocab) for _ in range(args.prompt_tokens)],
+                key=(i // cfg.n, i % cfg.n, turn),
+            )
+            for i in range(count)
+        ]
+        sync()
+        t = time.perf_counter()
+        outs = gen.generate(reqs)
+        sync()
+        seconds += time.perf_counter() - t
+        tokens += sum(len(o.completion_ids) for o in outs)
+        for ep, r, o in zip(episodes, reqs, outs):
+            ep.turns.append(Turn(r.prompt_ids, o.completion_ids or [0], o.logprobs or [0.0], o.text, "a", ""))
+    trainer.model.train()
+    return episodes, seconds, tokens
+
+
+def main() -> int:
+    args = parse_args()
     import torch
 
     cuda = torch.cuda.is_available()
@@ -85,50 +156,11 @@ def main() -> int:
         print("gpu_smoke: no CUDA device visible", file=sys.stderr)
         return 2
     sync = torch.cuda.synchronize if cuda else (lambda: None)
-    from xtree_gym.agents.config import GRPOConfig, config_from_mapping, load_config_file
-    from xtree_gym.agents.generation import HFGenerator
-    from xtree_gym.agents.train_cli import recipes
-    from xtree_gym.agents.trainer import GRPOTrainer
-    from xtree_gym.agents.types import Episode, GenRequest, Turn
-
-    data = load_config_file(recipes()[args.recipe])
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
-        build_model_folder(args.shape, Path(tmp) / "model", "cuda" if cuda else "cpu")
-        data.update(model=str(Path(tmp) / "model"), output_dir=f"{tmp}/run", progress=False, tensorboard=False)
-        data.update(tree=None, shaping="none", opsd="empty" if data.get("opsd", "none") != "none" else "none")
-        if args.max_new_tokens:
-            data["max_new_tokens"] = args.max_new_tokens
-        if args.tasks_per_step:
-            data["tasks_per_step"] = args.tasks_per_step
-        if not cuda:
-            data["dtype"] = "float32"
-        cfg: GRPOConfig = config_from_mapping(GRPOConfig, data, args.recipe)
-        trainer = GRPOTrainer(cfg)
+        trainer = make_trainer(args, tmp, cuda)
         t_build = time.perf_counter() - t0
-        rng = random.Random(0)
-        count = cfg.tasks_per_step * cfg.n
-        vocab = min(len(trainer.tokenizer), 4000)
-        gen = HFGenerator(trainer.policy, trainer.tokenizer, temperature=cfg.temperature,
-                          max_new_tokens=cfg.max_new_tokens, seed=0, batch_size=count)
-        episodes, gen_s, gen_tokens = [], 0.0, 0
-        trainer.model.eval()
-        for turn in range(args.turns):
-            reqs = [GenRequest([rng.randrange(3, vocab) for _ in range(args.prompt_tokens)], key=(i // cfg.n, i % cfg.n, turn))
-                    for i in range(count)]
-            sync()
-            t = time.perf_counter()
-            outs = gen.generate(reqs)
-            sync()
-            gen_s += time.perf_counter() - t
-            gen_tokens += sum(len(o.completion_ids) for o in outs)
-            for i, (r, o) in enumerate(zip(reqs, outs)):
-                if turn == 0:
-                    won = rng.random() < 0.3
-                    episodes.append(Episode(str(i), "smoke", "smoke", "", 0, i // cfg.n, i % cfg.n,
-                                            success=won, reward=float(won)))
-                episodes[i].turns.append(Turn(r.prompt_ids, o.completion_ids or [0], o.logprobs or [0.0], o.text, "a", ""))
-        trainer.model.train()
+        episodes, gen_s, gen_tokens = generate_episodes(trainer, args, sync)
         if cuda:
             torch.cuda.reset_peak_memory_stats()
         sync()
@@ -136,18 +168,27 @@ def main() -> int:
         stats = trainer.learn(episodes)
         sync()
         upd_s = time.perf_counter() - t
-        print(json.dumps({
-            "recipe": args.recipe, "shape": args.shape, "device": torch.cuda.get_device_name(0) if cuda else "cpu",
-            "episodes": len(episodes), "turns": args.turns, "prompt_tokens": args.prompt_tokens,
+        out = {
+            "recipe": args.recipe,
+            "shape": args.shape,
+            "device": torch.cuda.get_device_name(0) if cuda else "cpu",
+            "episodes": len(episodes),
+            "turns": args.turns,
+            "prompt_tokens": args.prompt_tokens,
             "build_seconds": round(t_build, 1),
-            "generation_seconds": round(gen_s, 1), "generated_tokens": gen_tokens,
+            "generation_seconds": round(gen_s, 1),
+            "generated_tokens": gen_tokens,
             "generation_tokens_per_s": round(gen_tokens / gen_s, 1),
-            "update_seconds": round(upd_s, 1), "trained_tokens": int(stats["tokens"]),
-            "read_tokens": int(stats["row_tokens"]), "micro_batches": int(stats["micro_batches"]),
+            "update_seconds": round(upd_s, 1),
+            "trained_tokens": int(stats["tokens"]),
+            "read_tokens": int(stats["row_tokens"]),
+            "micro_batches": int(stats["micro_batches"]),
             "update_read_tokens_per_s": round(stats["row_tokens"] / upd_s, 1),
             "peak_update_memory_gib": round(torch.cuda.max_memory_allocated() / 2**30, 1) if cuda else None,
-            "loss": stats["loss"], "grad_norm": stats["grad_norm"],
-        }))
+            "loss": stats["loss"],
+            "grad_norm": stats["grad_norm"],
+        }
+        print(json.dumps(out))
     return 0
 
 

@@ -35,9 +35,23 @@ def test_two_process_step_equals_one_process_step(tmp_path: Path) -> None:
         pytest.skip("the accelerate launcher is not installed")
     one, two = tmp_path / "one", tmp_path / "two"
     _run_in_process(one)
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1]), "OMP_NUM_THREADS": "1", "XTREE_PROGRESS": "0"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(Path(__file__).parents[1]),
+        "OMP_NUM_THREADS": "1",
+        "XTREE_PROGRESS": "0",
+    }
     cmd = [launcher, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1"]
-    cmd += ["--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "29533", str(SCRIPT), str(two)]
+    cmd += [
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        "--main_process_port",
+        "29533",
+        str(SCRIPT),
+        str(two),
+    ]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     m1 = json.loads((one / "metrics.json").read_text())

@@ -34,7 +34,9 @@ def test_all_fail_group_gets_advantages_from_the_bonus_alone() -> None:
     # mean 0.84375; centred 1.40625, 0.28125, -0.84375, -0.84375; sample var = 3.48047/3, std = 1.07711
     std = math.sqrt((1.40625**2 + 0.28125**2 + 2 * 0.84375**2) / 3)
     adv = group_advantages(shaped.rewards)
-    assert adv == pytest.approx([1.40625 / std, 0.28125 / std, -0.84375 / std, -0.84375 / std], abs=1e-5)  # ε = 1e-6
+    assert adv == pytest.approx(
+        [1.40625 / std, 0.28125 / std, -0.84375 / std, -0.84375 / std], abs=1e-5
+    )  # ε = 1e-6
     assert adv[0] == pytest.approx(1.3056, abs=1e-4)
 
 
@@ -92,10 +94,11 @@ def test_clip_higher_and_gradient_stops_when_clipped() -> None:
     loss, _ = clipped_policy_loss(lp, old, torch.tensor([1.0]), torch.ones(1, 1), eps_low=0.2, eps_high=0.28)
     assert loss.item() == pytest.approx(-1.25)  # ε_high 0.28: 1.25 is still inside
     loss.backward()
-    assert lp.grad.item() == pytest.approx(-1.25)  # ∂(−ρA)/∂logp = −ρA
+    assert lp.grad is not None and lp.grad.item() == pytest.approx(-1.25)  # ∂(−ρA)/∂logp = −ρA
     lp2 = torch.zeros(1, 1, requires_grad=True)
     loss2, _ = clipped_policy_loss(lp2, old, torch.tensor([1.0]), torch.ones(1, 1), eps_low=0.2, eps_high=0.2)
     loss2.backward()
+    assert lp2.grad is not None
     assert loss2.item() == pytest.approx(-1.2) and lp2.grad.item() == 0.0  # clipped: no gradient
 
 
@@ -106,7 +109,9 @@ def test_k3_kl_cases() -> None:
     assert k3_kl(logp, ref).tolist() == pytest.approx([0.0, math.e - 2, math.exp(-1)], abs=1e-6)
     x = torch.tensor([-0.7], requires_grad=True)
     k3_kl(x, torch.tensor([-0.2])).sum().backward()
-    assert x.grad.item() == pytest.approx(1 - math.exp(0.5), abs=1e-6)  # ∂/∂logp = 1 − e^r
+    assert x.grad is not None and x.grad.item() == pytest.approx(
+        1 - math.exp(0.5), abs=1e-6
+    )  # ∂/∂logp = 1 − e^r
 
 
 def test_opsd_term_value_and_gradient_masked_two_sequences() -> None:
@@ -123,6 +128,7 @@ def test_opsd_term_value_and_gradient_masked_two_sequences() -> None:
     term.backward()
     # ∂/∂s_t = −c · g_t / (|y| · B) with |y| = 2, B = 2; masked positions get 0; the teacher gets none
     expected = [[-c * g[0][0] / 4, -c * g[0][1] / 4, 0.0], [-c * g[1][0] / 4, -c * g[1][1] / 4, 0.0]]
+    assert s.grad is not None
     assert s.grad.tolist() == [pytest.approx(r, abs=1e-7) for r in expected]
 
 
@@ -143,10 +149,18 @@ def test_token_mean_accumulation_equals_one_batch() -> None:
     adv = torch.tensor([1.0, -0.5, 2.0])
     mask = torch.tensor([[1.0, 1, 1, 0], [1, 0, 0, 0], [1, 1, 1, 1]])
     whole = clipped_policy_loss(logp, old, adv, mask)[0]
-    parts = sum(
-        clipped_policy_loss(logp[i : i + 1], old[i : i + 1], adv[i : i + 1], loss_weights(mask[i : i + 1], norm="token", total_tokens=8, total_rows=3), denom=1.0)[0]
-        for i in range(3)
-    )
+    parts = torch.stack(
+        [
+            clipped_policy_loss(
+                logp[i : i + 1],
+                old[i : i + 1],
+                adv[i : i + 1],
+                loss_weights(mask[i : i + 1], norm="token", total_tokens=8, total_rows=3),
+                denom=1.0,
+            )[0]
+            for i in range(3)
+        ]
+    ).sum()
     assert parts.item() == pytest.approx(whole.item(), abs=1e-6)
 
 
@@ -182,7 +196,10 @@ def test_micro_batches_respect_the_budget() -> None:
 
 
 def test_teacher_prefix_alignment() -> None:
-    rows = [Row([5, 6, 7], [False, True, True], [0, 0, 0], teacher_prefix=[1, 2]), Row([5, 8], [False, True], [0, 0])]
+    rows = [
+        Row([5, 6, 7], [False, True, True], [0, 0, 0], teacher_prefix=[1, 2]),
+        Row([5, 8], [False, True], [0, 0]),
+    ]
     tb = collate(rows, 0, prefixes=True)
     sb = collate(rows, 0)
     # teacher labels shifted by each row's prefix line up with the student's labels

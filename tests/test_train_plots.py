@@ -19,8 +19,17 @@ def _run(folder: Path, lines: list[dict]) -> Path:
 def test_plot_run_writes_both_figures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("matplotlib")
     lines = [
-        {"step": s, "reward": 0.1 * s, "win_rate": 0.1 * s, "lambda_g": 0.75 * max(0.0, 1 - 0.1 * s / 0.4),
-         "loss": 1.0 / s, "kl": 0.01 * s, "entropy": 2.0, "invalid_rate": 0.5 / s, "bonus": 1.0}
+        {
+            "step": s,
+            "reward": 0.1 * s,
+            "win_rate": 0.1 * s,
+            "lambda_g": 0.75 * max(0.0, 1 - 0.1 * s / 0.4),
+            "loss": 1.0 / s,
+            "kl": 0.01 * s,
+            "entropy": 2.0,
+            "invalid_rate": 0.5 / s,
+            "bonus": 1.0,
+        }
         for s in range(1, 7)
     ]
     lines[2]["eval_success_rate"] = 0.3

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,9 +21,9 @@ torch = pytest.importorskip("torch")
 from safetensors.torch import load_file  # noqa: E402
 
 from xtree_gym import MinerConfig, Step, Trajectory, mine  # noqa: E402
-from xtree_gym.corpus import write_corpus  # noqa: E402
 from xtree_gym.agents.metrics import RLVR_KEYS, read_metrics  # noqa: E402
 from xtree_gym.cli import main  # noqa: E402
+from xtree_gym.corpus import write_corpus  # noqa: E402
 
 WEBSHOP_TOKENS = ["search<query>", "click<item>", "click<option-size>", "click<buy>"]
 SCIWORLD_TOKENS = ["look<around>", "open<door>", "go<location>", "focus<substance>"]
@@ -38,14 +39,16 @@ def demo_shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _tree(folder: Path, tokens: list[str], env: str) -> Path:
     """A tree mined from 6 successful and 2 failed copies of one chain (corpus beside it)."""
-    trajs = [Trajectory(str(i), [Step(t, token=t) for t in tokens], i < 6, env=env, task=env) for i in range(8)]
+    trajs = [
+        Trajectory(str(i), [Step(t, token=t) for t in tokens], i < 6, env=env, task=env) for i in range(8)
+    ]
     path = folder / "tree.json"
     mine(trajs, MinerConfig(min_freq=3, eta=0.5, cap=5)).save(path)
     write_corpus(folder / "tree_corpus.jsonl", trajs)
     return path
 
 
-def _weights(ckpt: Path) -> dict[str, torch.Tensor]:
+def _weights(ckpt: Path) -> dict[str, Any]:
     return load_file(str(ckpt / "model" / "model.safetensors"))
 
 
@@ -163,6 +166,9 @@ def test_bad_config_is_one_error(tmp_path: Path, capsys: pytest.CaptureFixture[s
 def test_print_config_merges_file_and_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cfg = tmp_path / "c.json"
     cfg.write_text(json.dumps({"steps": 7, "n": 4, "env_kwargs": {"a": 1}}))
-    assert main(["train", "rlvr", "--config", str(cfg), "--n", "3", "--tasks-per-step", "5", "--print-config"]) == 0
+    assert (
+        main(["train", "rlvr", "--config", str(cfg), "--n", "3", "--tasks-per-step", "5", "--print-config"])
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert (out["steps"], out["n"], out["tasks_per_step"], out["env_kwargs"]) == (7, 3, 5, {"a": 1})

@@ -17,7 +17,14 @@ from xtree_gym.agents.config import GRPOConfig
 from xtree_gym.agents.trainer import GRPOTrainer
 from xtree_gym.agents.types import Episode, Turn
 
-TEXTS = ["<action>look around</action>", "open door to kitchen", "<think>go</think>", "wait1", "x", "focus on pot"]
+TEXTS = [
+    "<action>look around</action>",
+    "open door to kitchen",
+    "<think>go</think>",
+    "wait1",
+    "x",
+    "focus on pot",
+]
 
 
 def batch(tokenizer) -> list[Episode]:
@@ -28,19 +35,42 @@ def batch(tokenizer) -> list[Episode]:
             turns = []
             for k in range(1 + (g + m) % 2):
                 prompt = tokenizer.apply_chat_template(
-                    [{"role": "user", "content": f"task {g} turn {k}: boil water"}], add_generation_prompt=True, tokenize=True
+                    [{"role": "user", "content": f"task {g} turn {k}: boil water"}],
+                    add_generation_prompt=True,
+                    tokenize=True,
                 )
                 comp = tokenizer.encode(TEXTS[(g * 2 + m + k) % len(TEXTS)], add_special_tokens=False)
                 turns.append(Turn(list(prompt), comp, [0.0] * len(comp), "", "a", "", token=f"t{k}<x>"))
             won = (g + m) % 3 == 0 and g != 3
-            eps.append(Episode(f"{g}.{m}", "env", "boil", "boil water", 0, g, m, turns=turns, success=won, reward=float(won)))
+            eps.append(
+                Episode(
+                    f"{g}.{m}",
+                    "env",
+                    "boil",
+                    "boil water",
+                    0,
+                    g,
+                    m,
+                    turns=turns,
+                    success=won,
+                    reward=float(won),
+                )
+            )
     return eps
 
 
 def main(out: str) -> None:
     cfg = GRPOConfig(
-        env="scienceworld", model="tiny-random", lr=1e-4, kl_coef=0.05, micro_batch_tokens=96,
-        output_dir=str(Path(out) / "run"), progress=False, tensorboard=False, opsd="empty", opsd_c=0.1,
+        env="scienceworld",
+        model="tiny-random",
+        lr=1e-4,
+        kl_coef=0.05,
+        micro_batch_tokens=96,
+        output_dir=str(Path(out) / "run"),
+        progress=False,
+        tensorboard=False,
+        opsd="empty",
+        opsd_c=0.1,
     )
     tr = GRPOTrainer(cfg)
     init = {k: v.detach().cpu().clone() for k, v in tr.policy.state_dict().items()}
@@ -54,7 +84,9 @@ def main(out: str) -> None:
         state = {k: v.detach().cpu().clone() for k, v in tr.policy.state_dict().items()}
         save_file(state, str(Path(out) / "params.safetensors"))
         save_file(init, str(Path(out) / "init.safetensors"))
-        (Path(out) / "metrics.json").write_text(json.dumps({"world": world, "first": stats, "second": stats2}))
+        (Path(out) / "metrics.json").write_text(
+            json.dumps({"world": world, "first": stats, "second": stats2})
+        )
     tr.acc.wait_for_everyone()
 
 
