@@ -20,6 +20,7 @@ Read top to bottom, one optimizer step is (docs/training.md follows it with numb
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
@@ -28,7 +29,6 @@ from typing import Any
 
 import torch
 
-from ..errors import ConfigError
 from . import checkpoint as ckpt
 from .advantages import grouped_advantages
 from .config import GRPOConfig
@@ -273,7 +273,8 @@ class GRPOTrainer:
         weights = loss_weights(
             batch.mask, norm=cfg.loss_norm, total_tokens=totals["tokens"], total_rows=totals["rows"]
         )
-        weights = weights * world
+        live = batch.mask * batch.weights[:, None]  # a row of weight 0 (a placeholder) counts nowhere
+        weights = weights * batch.weights[:, None] * world
         with torch.no_grad():
             ref_logp = sequence_logps(self.ref, batch, cfg.temperature)[0] if cfg.kl_coef > 0 else None
             teacher_logp = None
@@ -300,33 +301,32 @@ class GRPOTrainer:
             if teacher_logp is not None:
                 share = len(rows) / max(totals["rows"], 1.0) * world  # opsd_term is a mean over these rows
                 opsd = (
-                    opsd_term(logp, teacher_logp, batch.mask, beta=cfg.opsd_beta or 0.0, c=cfg.opsd_c) * share
+                    opsd_term(logp, teacher_logp, live, beta=cfg.opsd_beta or 0.0, c=cfg.opsd_c) * share
                 )
                 loss = loss + opsd
             self.acc.backward(loss)
-        n_tok = float(batch.mask.sum())
+        n_tok = float(live.sum())
         assert ent is not None
         return {
             "loss": float(loss.detach()) / world,
             "pg_loss": float(pg.detach()) / world,
             "opsd": float(opsd.detach()) / world,
-            "kl_sum": float((kl_tok.detach() * batch.mask).sum()),
-            "entropy_sum": float((ent * batch.mask).sum()),
+            "kl_sum": float((kl_tok.detach() * live).sum()),
+            "entropy_sum": float((ent * live).sum()),
             "clip_sum": float(clip_frac) * n_tok,
         }
 
     def update(self, rows: Sequence[Row]) -> dict[str, float]:
         """One optimizer step over ``rows`` (this rank's share of the step)."""
-        local = {"tokens": float(sum(r.n_targets for r in rows)), "rows": float(len(rows))}
+        real = [r for r in rows if r.weight]  # weight-0 rows only take part (placeholders)
+        local = {"tokens": float(sum(r.n_targets for r in real)), "rows": float(len(real))}
         totals = reduce_sums(local, self.acc)
-        if totals["tokens"] == 0:
-            raise ConfigError(
-                "no completion tokens to train on this step", fix="check the generator's output"
-            )
-        if not rows:
-            raise ConfigError(
-                f"rank {self.acc.process_index} has no rows", fix="give every rank at least one task"
-            )
+        if totals["tokens"] == 0:  # every completion was empty: nothing to learn, keep going
+            print(f"step {self.step + 1}: no completion tokens on any rank, no update", file=sys.stderr)
+            return {"tokens": 0.0, "row_tokens": 0.0, "micro_batches": 0.0, "grad_norm": 0.0}
+        if not rows:  # other ranks have rows: take part in the gradient sync with a weightless row
+            pad = int(self.tokenizer.pad_token_id)
+            rows = [Row([pad, pad], [False, True], [0.0, 0.0], weight=0.0)]
         sums: dict[str, float] = {}
         batches = micro_batches(rows, self.cfg.micro_batch_tokens)
         for i, idx in enumerate(batches):
@@ -341,7 +341,7 @@ class GRPOTrainer:
         if self.ema is not None:
             ema_update(self.ema, self.policy, self.cfg.opsd_ema)
         sums["tokens"] = local["tokens"]
-        sums["row_tokens"] = float(sum(len(r) for r in rows))  # what the forwards read (prompts too)
+        sums["row_tokens"] = float(sum(len(r) for r in rows if r.weight))  # what the forwards read (prompts too)
         sums["micro_batches"] = float(len(batches))
         out = reduce_sums(sums, self.acc)
         out["grad_norm"] = grad_norm
