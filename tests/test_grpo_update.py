@@ -84,3 +84,26 @@ def test_checkpoint_round_trip(trainer: GRPOTrainer, tmp_path: Path) -> None:
     for pid in sa:
         for key in ("exp_avg", "exp_avg_sq", "step"):
             assert torch.equal(sa[pid][key], sb[pid][key])
+
+
+def test_push_weights_to_vllm_reaches_the_engine_model(trainer: GRPOTrainer) -> None:
+    # vLLM cannot run here (no GPU): a stand-in with the engine's attribute path records the call
+    from types import SimpleNamespace
+
+    from xtree_gym.agents.trainer import push_weights_to_vllm
+    from xtree_gym.errors import ConfigError
+
+    got: dict = {}
+    target = SimpleNamespace(load_weights=lambda pairs: got.update(pairs))
+    runner = SimpleNamespace(model=target)
+    gen = SimpleNamespace(
+        llm=SimpleNamespace(
+            llm_engine=SimpleNamespace(
+                model_executor=SimpleNamespace(driver_worker=SimpleNamespace(model_runner=runner))
+            )
+        )
+    )
+    push_weights_to_vllm(gen, trainer.policy)
+    assert got.keys() == trainer.policy.state_dict().keys()
+    with pytest.raises(ConfigError, match="in-process vLLM engine"):
+        push_weights_to_vllm(SimpleNamespace(llm=None), trainer.policy)

@@ -73,7 +73,9 @@ class GRPOConfig:
     dtype: str | None = None
     """Torch dtype of the weights (``float32``, ``bfloat16``...); None: float32 on CPU, bfloat16 on GPU."""
     backend: str = "hf"
-    """Generation backend on each rank (``hf``: transformers ``generate`` with the live weights)."""
+    """Generation backend on each rank: ``hf`` (``generate`` on the live weights) or ``vllm`` (weights pushed per step)."""
+    vllm_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Extra vLLM engine arguments (``--vllm-kwargs gpu_memory_utilization=0.3``)."""
     temperature: float = 1.0
     """Sampling temperature; the trainer's logprobs use the same temperature."""
     top_p: float = 1.0

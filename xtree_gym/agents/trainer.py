@@ -29,6 +29,7 @@ from typing import Any
 
 import torch
 
+from ..errors import ConfigError
 from . import checkpoint as ckpt
 from .advantages import grouped_advantages
 from .config import GRPOConfig
@@ -79,6 +80,30 @@ class MixedGenerator:
         return [g for g in out if g is not None]
 
 
+def push_weights_to_vllm(gen: Any, model: Any) -> None:
+    """Copy the policy's weights into the in-process vLLM engine of ``gen`` (after each update).
+
+    Uses the engine's own ``load_weights`` (the path TRL uses; with vLLM's V1 engine set
+    ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` so the model lives in this process). Not run here: no GPU.
+    """
+    llm = getattr(gen, "llm", None)
+    if llm is None:
+        raise ConfigError(
+            "weights can only be pushed to an in-process vLLM engine, not a server",
+            fix="use backend 'hf', or the offline engine (no server_url)",
+        )
+    executor = getattr(llm.llm_engine, "model_executor", None)
+    worker = getattr(executor, "driver_worker", None)
+    runner = getattr(getattr(worker, "worker", worker), "model_runner", None)
+    target = getattr(runner, "model", None)
+    if target is None or not hasattr(target, "load_weights"):
+        raise ConfigError(
+            "cannot reach the vLLM engine's model to load weights into",
+            fix="set VLLM_ENABLE_V1_MULTIPROCESSING=0, or use backend 'hf'",
+        )
+    target.load_weights((k, v.detach()) for k, v in model.state_dict().items())
+
+
 # ----------------------------------------------------------------------------- the trainer
 
 
@@ -111,6 +136,7 @@ class GRPOTrainer:
         self.buffer = RolloutBuffer(self.cfg.remine_buffer) if self.cfg.remine_every else None
         self.teacher = self._teacher_context(usage=self._tree_usage())
         self._harness_obj: Any = None
+        self._vllm: Any = None
         self.step = 0
         self.writer = MetricsWriter(
             self.run_dir, tensorboard=self.cfg.tensorboard, enabled=self.acc.is_main_process
@@ -184,9 +210,28 @@ class GRPOTrainer:
 
         stop = tuple(getattr(self.harness, "stop", ()) or ())
         sampling = {"temperature": cfg.temperature, "top_p": cfg.top_p, "max_new_tokens": cfg.max_new_tokens}
-        gen = make_generator(
-            cfg.backend, model=self.policy, tokenizer=self.tokenizer, stop=stop, seed=seed, **sampling
-        )
+        if cfg.backend == "vllm":  # one engine per rank, built once; its weights follow every update
+            if self._vllm is None:
+                from .models import smollm2_folder
+
+                folder = str(smollm2_folder()) if cfg.model == "smollm2" else cfg.model
+                self._vllm = make_generator(
+                    "vllm",
+                    model=folder,
+                    tokenizer=self.tokenizer,
+                    stop=stop,
+                    seed=seed,
+                    **sampling,
+                    **cfg.vllm_kwargs,
+                )
+                if self.step:  # resumed: the engine loaded the warm start
+                    push_weights_to_vllm(self._vllm, self.policy)
+            gen = self._vllm
+            gen.seed, gen.calls = seed, 0
+        else:
+            gen = make_generator(
+                cfg.backend, model=self.policy, tokenizer=self.tokenizer, stop=stop, seed=seed, **sampling
+            )
         k = round(cfg.oracle_mix * cfg.n)
         if k > 0:
             gen = MixedGenerator(make_generator("oracle", tokenizer=self.tokenizer), gen, k)
@@ -300,9 +345,7 @@ class GRPOTrainer:
             opsd = torch.zeros((), device=dev)
             if teacher_logp is not None:
                 share = len(rows) / max(totals["rows"], 1.0) * world  # opsd_term is a mean over these rows
-                opsd = (
-                    opsd_term(logp, teacher_logp, live, beta=cfg.opsd_beta or 0.0, c=cfg.opsd_c) * share
-                )
+                opsd = opsd_term(logp, teacher_logp, live, beta=cfg.opsd_beta or 0.0, c=cfg.opsd_c) * share
                 loss = loss + opsd
             self.acc.backward(loss)
         n_tok = float(live.sum())
@@ -340,8 +383,12 @@ class GRPOTrainer:
         self.optimizer.zero_grad(set_to_none=True)
         if self.ema is not None:
             ema_update(self.ema, self.policy, self.cfg.opsd_ema)
+        if self._vllm is not None:
+            push_weights_to_vllm(self._vllm, self.policy)
         sums["tokens"] = local["tokens"]
-        sums["row_tokens"] = float(sum(len(r) for r in rows if r.weight))  # what the forwards read (prompts too)
+        sums["row_tokens"] = float(
+            sum(len(r) for r in rows if r.weight)
+        )  # what the forwards read (prompts too)
         sums["micro_batches"] = float(len(batches))
         out = reduce_sums(sums, self.acc)
         out["grad_norm"] = grad_norm
