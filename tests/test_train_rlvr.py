@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,15 @@ def test_webshop_two_steps_each_shaping(tmp_path: Path, demo_shop: Path, shaping
     if shaping == "xtree":
         args += ["--tree", str(_tree(tmp_path, WEBSHOP_TOKENS, "webshop"))]
     lines, _ = _run_and_resume(tmp_path, args)
+    if shaping == "none":  # resume in place: the run folder's step-2 line and checkpoint are redone
+        inplace = tmp_path / "inplace"
+        shutil.copytree(tmp_path / "run", inplace)
+        shutil.rmtree(inplace / "checkpoint-000002")  # latest.json now names a missing checkpoint
+        assert main(["train", "rlvr", "--resume", str(inplace)]) == 0
+        redone = read_metrics(inplace)
+        assert [m["step"] for m in redone] == [1, 2] and redone[1]["loss"] == pytest.approx(lines[1]["loss"])
+        w2 = _weights(tmp_path / "run" / "checkpoint-000002")
+        assert all(torch.equal(v, w2[k]) for k, v in _weights(inplace / "checkpoint-000002").items())
     for m in lines:
         assert m["win_rate"] == 0.5  # the oracle member buys, the random one does not
         if shaping == "none":
