@@ -14,6 +14,21 @@ from xtree_gym.agents.types import Episode
 from xtree_gym.cli import main
 from xtree_gym.errors import ConfigError
 
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """Tiny models gain nothing from two threads, and spinning threads on a busy box cost 10x."""
+    try:
+        import torch
+    except ImportError:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 RESULT_KEYS = {"env", "harness", "fold", "model", "backend", "episodes", "success_rate", "score", "per_task"}
 
 

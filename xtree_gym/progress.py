@@ -59,7 +59,7 @@ class Progress:
             frac = min(1.0, self.n / self.total)
             filled = int(frac * 24)
             bar = "#" * filled + "-" * (24 - filled)
-            eta = f" ETA {(self.total - self.n) / rate:5.0f}s" if rate > 0 and self.n < self.total else ""
+            eta = f" ETA {(self.total - self.n) / rate:.0f}s" if rate > 0 and self.n < self.total else ""
             speed = f"{rate:,.0f}/s" if rate >= 10 else f"{rate:.2f}/s"  # episodes run slower than 1/s
             line = f"\r{self.desc} [{bar}] {self.n}/{self.total} {frac:4.0%} {elapsed:5.1f}s {speed}{eta}"
         else:

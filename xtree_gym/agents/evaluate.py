@@ -191,12 +191,26 @@ def _append(path: Path, episode: Episode) -> None:
         os.fsync(fh.fileno())
 
 
+def _recorder(out: Path | None, index: dict[str, int], model: str | None, fold: str) -> Any:
+    """The ``on_episode`` callback: stable group numbers, run facts, one appended line per episode."""
+
+    def finished(ep: Episode) -> None:
+        ep.group = index[str(ep.meta.get("key"))]  # the group's place in the fold, stable across resumes
+        ep.meta.update(model=model, fold=fold)
+        if out is not None:
+            _append(out / "episodes.jsonl", ep)
+
+    return finished
+
+
 def _resume(
     out: Path, config: dict[str, Any], specs: list[TaskSpec], n: int
 ) -> tuple[list[Episode], list[TaskSpec]]:
     """(finished episodes to keep, specs still to play); refuses a folder holding another run."""
+    out.mkdir(parents=True, exist_ok=True)
     run_file = out / "run.json"
-    if run_file.is_file():
+    path = out / "episodes.jsonl"
+    if run_file.is_file() and path.is_file() and path.stat().st_size > 0:  # finished work to protect
         old = json.loads(run_file.read_text(encoding="utf-8"))
         diff = {k: (old.get(k), config.get(k)) for k in _CONFIG_KEYS if old.get(k) != config.get(k)}
         if diff:
@@ -205,7 +219,6 @@ def _resume(
                 fix="use another -o folder, or the same settings to resume",
             )
     atomic_write_text(run_file, json.dumps(config, indent=2, sort_keys=True) + "\n")
-    path = out / "episodes.jsonl"
     existing = read_episodes(path)
     by_key: dict[str, list[Episode]] = {}
     for e in existing:
@@ -296,47 +309,17 @@ def evaluate(
     else:
         gen, tok = _generator(backend, model, device=device, sampling=gen_settings)
     config = {
-        "env": env_id,
-        "harness": harness,
-        "fold": fold_name,
-        "model": model,
-        "backend": backend,
-        "n": n,
-        "max_steps": max_steps,
-        "tasks": tasks,
-        "seed": seed,
-        "env_args": jsonable_args(args),
-    }
+        "env": env_id, "harness": harness, "fold": fold_name, "model": model, "backend": backend, "n": n,
+        "max_steps": max_steps, "tasks": tasks, "seed": seed, "env_args": jsonable_args(args),
+    }  # fmt: skip
     out = Path(output_dir) if output_dir is not None else None
-    kept: list[Episode] = []
-    todo = specs
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        kept, todo = _resume(out, config, specs, n)
-    index = {s.key: i for i, s in enumerate(specs)}
-
-    def finished(ep: Episode) -> None:
-        ep.group = index[str(ep.meta.get("key"))]  # the group's place in the fold, stable across resumes
-        ep.meta.update(model=model, fold=fold_name)
-        if out is not None:
-            _append(out / "episodes.jsonl", ep)
-
+    kept, todo = _resume(out, config, specs, n) if out is not None else ([], specs)
+    finished = _recorder(out, {s.key: i for i, s in enumerate(specs)}, model, fold_name)
     new = rollout(
-        env_id,
-        todo,
-        gen,
-        h,
-        n=n,
-        tokenizer=tok,
-        env_kwargs={**env_defaults(env_id), **args},
-        max_steps=max_steps,
-        workers=workers,
-        step_timeout=step_timeout,
-        episode_timeout=episode_timeout,
-        seed=seed,
-        progress=progress,
-        on_episode=finished,
-    )
+        env_id, todo, gen, h, n=n, tokenizer=tok, env_kwargs={**env_defaults(env_id), **args},
+        max_steps=max_steps, workers=workers, step_timeout=step_timeout, episode_timeout=episode_timeout,
+        seed=seed, progress=progress, on_episode=finished,
+    )  # fmt: skip
     episodes = sorted([*kept, *new], key=lambda e: (e.group, e.member))
     result = {k: config[k] for k in ("env", "harness", "fold", "model", "backend")}
     result.update(summarize(episodes, domain))
