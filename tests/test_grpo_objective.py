@@ -205,3 +205,34 @@ def test_teacher_prefix_alignment() -> None:
     # teacher labels shifted by each row's prefix line up with the student's labels
     aligned = teacher_to_student(rows, tb.labels.float())
     assert (aligned * sb.mask).tolist() == (sb.labels.float() * sb.mask).tolist()
+
+
+def test_opsd_banks_xtree_scrambled_empty_file(tmp_path) -> None:
+    from xtree_gym import MinerConfig, Step, Trajectory, mine
+    from xtree_gym.agents.opsd import card_prefix_ids, make_card_fn
+
+    toks = ["search<query>", "click<item>", "click<option-size>", "click<buy>"]
+    trajs = [
+        Trajectory(str(i), [Step(t, token=t) for t in toks], i < 6, env="webshop", task="webshop")
+        for i in range(8)
+    ]
+    tree = mine(trajs, MinerConfig(min_freq=3, eta=0.5, cap=5))
+    ep = Episode(
+        "e", "webshop", "webshop", "a shirt [SEP] size: large", 0, 0, 0, meta={"goal_options": ["size"]}
+    )
+    card = make_card_fn("xtree", tree=tree, domain="webshop")(ep)
+    assert "### TASK: goal requires a size option ###" in card  # the keyword rule picked the size card
+    scrambled = make_card_fn("scrambled", tree=tree, domain="webshop")(ep)
+    assert scrambled != card and sorted(scrambled.split()) == sorted(card.split())  # same words, new order
+    assert make_card_fn("empty")(ep) == ""
+    bank = tmp_path / "bank.txt"
+    bank.write_text("Buy after choosing options.\n")
+    assert make_card_fn(str(bank))(ep) == "Buy after choosing options."
+
+    class Tok:
+        chat_template = "x"
+
+        def apply_chat_template(self, msgs, tokenize=True):
+            return [len(m["content"]) for m in msgs]
+
+    assert card_prefix_ids(Tok(), "abc") == [3]  # the card goes in as one system turn
