@@ -28,7 +28,6 @@ def _run_in_process(out: Path) -> None:
     mod.main(str(out))
 
 
-@pytest.mark.slow  # two fresh interpreters importing torch + transformers: ~40 s on 2 busy cores
 def test_two_process_step_equals_one_process_step(tmp_path: Path) -> None:
     launcher = shutil.which("accelerate") or str(Path(sys.executable).with_name("accelerate"))
     if not Path(launcher).exists():
