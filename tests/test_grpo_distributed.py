@@ -6,6 +6,7 @@ import importlib.util
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,12 @@ torch = pytest.importorskip("torch")
 from safetensors.torch import load_file  # noqa: E402
 
 SCRIPT = Path(__file__).parent / "scripts" / "grpo_dist_step.py"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:  # another run on this machine may hold a fixed port
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def _run_in_process(out: Path) -> None:
