@@ -54,7 +54,7 @@ def test_two_process_step_equals_one_process_step(tmp_path: Path) -> None:
         "--dynamo_backend",
         "no",
         "--main_process_port",
-        "29533",
+        str(_free_port()),
         str(SCRIPT),
         str(two),
     ]
