@@ -195,10 +195,8 @@ def tiny_tokenizer(vocab_size: int = 512) -> Any:
         pad_token="<|endoftext|>",
         bos_token=None,
         clean_up_tokenization_spaces=False,
-        model_input_names=[
-            "input_ids",
-            "attention_mask",
-        ],  # no token_type_ids: decoder-only models refuse them
+        # No token_type_ids: decoder-only models (and TRL's generate) refuse them.
+        model_input_names=["input_ids", "attention_mask"],
     )
     tok.chat_template = CHATML_TEMPLATE
     return tok
