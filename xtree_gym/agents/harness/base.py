@@ -83,5 +83,7 @@ def get_harness(name: str, **kwargs: Any) -> Harness:
     An unknown name is one clear error listing the known ones.
     """
     if name not in _REGISTRY:
-        raise ConfigError(f"unknown harness {name!r}", fix=f"use one of: {', '.join(harness_names()) or '(none)'}")
+        raise ConfigError(
+            f"unknown harness {name!r}", fix=f"use one of: {', '.join(harness_names()) or '(none)'}"
+        )
     return _REGISTRY[name](**kwargs)
