@@ -185,16 +185,22 @@ def node_target(harness: Harness, actions: Sequence[str], planning: str) -> str:
 # ----------------------------------------------------------------------------- rows
 
 
-def _state(traj: Trajectory, start: int, history: list[tuple[str, str]], turn: int) -> HarnessState:
+def _state(
+    traj: Trajectory, start: int, history: list[tuple[str, str]], turn: int, tokens: Sequence[str]
+) -> HarnessState:
+    """What the agent saw before step ``start``: the step's recorded ``info`` (e.g. objects in view) if any."""
+    first = str(traj.extra.get("initial_observation", ""))
     prev = traj.steps[start - 1] if start else None
-    obs = prev.observation if prev is not None else str(traj.extra.get("initial_observation", ""))
-    info = prev.extra.get("info") if prev is not None else None
+    obs = prev.observation if prev is not None else first
+    info = prev.extra.get("info") if prev is not None else traj.extra.get("initial_info")
     return HarnessState(
         goal=traj.goal,
         observation=obs,
         history=list(history),
         turn=turn,
         info=dict(info) if isinstance(info, dict) else {},
+        initial_observation=first,
+        tokens=list(tokens[:start]),
     )
 
 
@@ -203,9 +209,13 @@ def trajectory_rows(
     segments: Sequence[tuple[int, int, str]],
     harness: Harness,
     fmt: str,
+    tokens: Sequence[str],
     glosses: Sequence[str],
 ) -> list[SFTRow]:
-    """The rows of one trajectory cut at ``segments``; ``glosses[i]`` is step i's planning phrase.
+    """The rows of one trajectory cut at ``segments``; ``tokens[i]`` / ``glosses[i]`` are step i's.
+
+    ``glosses`` phrase the planning block; ``tokens`` (may be empty) fill ``HarnessState.tokens``
+    with the steps before the row, for harnesses whose advice reads them.
 
     A ``standard`` row's target is ``harness.format_response(action, thought)`` and its history is
     one entry per step; the other formats carry one entry per segment and a :func:`node_target`.
@@ -228,7 +238,7 @@ def trajectory_rows(
                 start=start,
                 end=end,
                 node=node,
-                messages=harness.render(_state(traj, start, history, turn)),
+                messages=harness.render(_state(traj, start, history, turn, tokens)),
                 target=target,
                 actions=actions,
             )
@@ -284,7 +294,6 @@ def build_rows(
     or ``None`` for :func:`default_harness_name`. ``span`` cuts are drawn from ``seed`` in corpus
     order, so the same corpus and seed give the same rows.
     """
-    from ..mining import trajectory_tokens
     from ..progress import Progress
     from ..render.cards import domain_glosses, gloss
 
@@ -297,7 +306,7 @@ def build_rows(
         raise CorpusError("the corpus has no trajectory with steps", fix="check the corpus file(s)")
     if harness is None or isinstance(harness, str):
         harness = load_harness(harness or default_harness_name(fmt, trajs[0].env or (domain or "")))
-    tokens = trajectory_tokens(trajs, domain) if fmt != "standard" else [[] for _ in trajs]
+    tokens = _tokens(trajs, domain, required=fmt != "standard")
     table = domain_glosses(domain or trajs[0].env)
     rng = np.random.default_rng(seed)
     rows: list[SFTRow] = []
@@ -310,7 +319,7 @@ def build_rows(
             segs = tiling_segments(tree, toks)
             if fmt == "span":
                 segs = span_segments([e - s for s, e, _ in segs], rng)
-        out = trajectory_rows(traj, segs, harness, fmt, [gloss(k, table) for k in toks])
+        out = trajectory_rows(traj, segs, harness, fmt, toks, [gloss(k, table) for k in toks])
         if tokenizer is not None:
             out = [tokenize_row(r, tokenizer) for r in out]
         rows.extend(out)
@@ -320,6 +329,19 @@ def build_rows(
 
 
 # ----------------------------------------------------------------------------- tokens
+
+
+def _tokens(trajs: Sequence[Trajectory], domain: str | None, *, required: bool) -> list[list[str]]:
+    """Each trajectory's canonical tokens; standard rows need none, so there a corpus without them is fine."""
+    from ..errors import CanonicalizationError
+    from ..mining import trajectory_tokens
+
+    try:
+        return trajectory_tokens(trajs, domain)
+    except CanonicalizationError:
+        if required:
+            raise
+        return [[] for _ in trajs]
 
 
 def _ids(x: Any) -> list[int]:
