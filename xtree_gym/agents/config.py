@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import json
 import types
 import typing
@@ -79,6 +80,8 @@ class GRPOConfig:
     """Nucleus sampling threshold."""
     max_new_tokens: int = 256
     """Tokens generated per turn at most."""
+    oracle_mix: float = 0.0
+    """Share of each group's rollouts played by the env's oracle (off-policy expert guidance; 0 = none)."""
 
     # --- the step
     steps: int = 100
@@ -230,6 +233,8 @@ def check_config(cfg: GRPOConfig) -> None:
             raise ConfigError(f"{name} = {getattr(cfg, name)!r} must be >= 0")
     if not 0.0 <= cfg.opsd_ema < 1.0:
         raise ConfigError(f"opsd_ema = {cfg.opsd_ema!r}", fix="use a decay in [0, 1), e.g. 0.99")
+    if not 0.0 <= cfg.oracle_mix <= 1.0:
+        raise ConfigError(f"oracle_mix = {cfg.oracle_mix!r}", fix="use a share in [0, 1]")
     if cfg.temperature <= 0:
         raise ConfigError(f"temperature = {cfg.temperature!r} must be > 0")
     if cfg.shaping == "xtree" and not cfg.tree:
@@ -333,10 +338,10 @@ def field_docs(cls: type[Any]) -> dict[str, str]:
         return {}
     body = tree.body[0].body  # type: ignore[attr-defined]
     docs: dict[str, str] = {}
-    for a, b in zip(body, body[1:]):
-        if isinstance(a, ast.AnnAssign) and isinstance(a.target, ast.Name) and isinstance(b, ast.Expr):
-            if isinstance(b.value, ast.Constant) and isinstance(b.value.value, str):
-                docs[a.target.id] = b.value.value.strip().replace("%", "%%")
+    for a, b in itertools.pairwise(body):
+        doc = b.value.value if isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant) else None
+        if isinstance(a, ast.AnnAssign) and isinstance(a.target, ast.Name) and isinstance(doc, str):
+            docs[a.target.id] = doc.strip().replace("%", "%%")
     return docs
 
 

@@ -51,6 +51,11 @@ class RolloutBuffer:
         for ep in episodes:
             self.items.append(training_trajectory(ep))
 
+    def add_records(self, records: Iterable[dict[str, Any]]) -> None:
+        """Append corpus-format records (e.g. gathered from other ranks)."""
+        for r in records:
+            self.items.append(trajectory_from_dict(r))
+
     def trajectories(self) -> list[Trajectory]:
         return list(self.items)
 
