@@ -53,7 +53,9 @@ def replay_views(trajs: list[Any], harness: Any) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--corpus", default=str(ROOT.parent / "shared" / "data" / "scienceworld" / "train-gold.jsonl"))
+    ap.add_argument(
+        "--corpus", default=str(ROOT.parent / "shared" / "data" / "scienceworld" / "train-gold.jsonl")
+    )
     ap.add_argument("--episodes", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tokenizer", default="smollm2")

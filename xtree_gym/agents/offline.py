@@ -33,7 +33,12 @@ from .config import GRPOConfig
 from .trainer import GRPOTrainer
 from .types import TaskSpec
 
-INSTANCE_SETS = {"xtree": "node", "random-span": "random_span", "random-tree": "random_tree", "whole": "whole"}
+INSTANCE_SETS = {
+    "xtree": "node",
+    "random-span": "random_span",
+    "random-tree": "random_tree",
+    "whole": "whole",
+}
 """``--instances`` name -> instance kind (:data:`xtree_gym.instances.KINDS`): Tables 1-2's rows."""
 
 CURRICULA = ("none", "depth")
@@ -108,7 +113,9 @@ def check_offline(cfg: OfflineConfig) -> None:
     if cfg.curriculum not in CURRICULA:
         raise ConfigError(f"curriculum = {cfg.curriculum!r}", fix=f"use one of: {', '.join(CURRICULA)}")
     if cfg.instances != "whole" and not cfg.tree:
-        raise ConfigError(f"instances {cfg.instances!r} need a tree", fix="pass --tree tree.json (from `xtree mine`)")
+        raise ConfigError(
+            f"instances {cfg.instances!r} need a tree", fix="pass --tree tree.json (from `xtree mine`)"
+        )
     if cfg.shaping != "none":
         raise ConfigError("offline node RL takes its reward from the replay env", fix="leave --shaping none")
     if not 0.0 <= cfg.alpha <= 1.0:
@@ -129,7 +136,9 @@ def build_instances(cfg: OfflineConfig) -> list[NodeInstance]:
         return whole_trajectory_instances(trajs, domain=cfg.corpus_domain)
     out = make_instances(INSTANCE_SETS[cfg.instances], trajs, tree, seed=cfg.seed, domain=cfg.corpus_domain)
     if not out:
-        raise ConfigError(f"the tree tiles no node in {cfg.corpus!r}", fix="check that the tree was mined from this domain")
+        raise ConfigError(
+            f"the tree tiles no node in {cfg.corpus!r}", fix="check that the tree was mined from this domain"
+        )
     return out
 
 
@@ -204,7 +213,9 @@ class OfflineTrainer(GRPOTrainer):
         return [i for i, inst in enumerate(self.instances) if inst.depth == depth]
 
     def sample_tasks(self, step: int) -> list[TaskSpec]:
-        return instance_tasks(self.instances, self.pool(step), self.cfg.tasks_per_step, seed=self.cfg.seed, step=step)
+        return instance_tasks(
+            self.instances, self.pool(step), self.cfg.tasks_per_step, seed=self.cfg.seed, step=step
+        )
 
 
 def _write_once(path: Path, instances: Sequence[NodeInstance]) -> None:

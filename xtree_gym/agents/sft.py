@@ -100,7 +100,9 @@ def warm_start_rows(rows: Sequence[SFTRow], n: int, seed: int = 0) -> list[SFTRo
         return list(rows)
     ids = sorted({r.trajectory_id for r in rows})
     if n > len(ids):
-        raise ConfigError(f"warm_start = {n} but the rows cover {len(ids)} trajectories", fix=f"use <= {len(ids)}")
+        raise ConfigError(
+            f"warm_start = {n} but the rows cover {len(ids)} trajectories", fix=f"use <= {len(ids)}"
+        )
     keep = set(random.Random(seed).sample(ids, n))
     return [r for r in rows if r.trajectory_id in keep]
 
@@ -121,7 +123,9 @@ def to_train_rows(rows: Sequence[SFTRow], tokenizer: Any, max_len: int) -> tuple
     return out, skipped
 
 
-def sft_step(model: Any, rows: Sequence[Any], *, pad_id: int, micro_batch_tokens: int, device: Any) -> dict[str, float]:
+def sft_step(
+    model: Any, rows: Sequence[Any], *, pad_id: int, micro_batch_tokens: int, device: Any
+) -> dict[str, float]:
     """Accumulate the target-token mean NLL of ``rows`` over micro-batches (backward only; no optimizer step).
 
     Every target token of the step weighs ``1 / (target tokens of the step)``, so the accumulated
@@ -143,7 +147,9 @@ def sft_step(model: Any, rows: Sequence[Any], *, pad_id: int, micro_batch_tokens
     return {"loss": loss_sum, "target_tokens": total, "tokens": float(sum(len(r) for r in rows))}
 
 
-def evaluate_loss(model: Any, rows: Sequence[Any], *, pad_id: int, micro_batch_tokens: int, device: Any) -> float:
+def evaluate_loss(
+    model: Any, rows: Sequence[Any], *, pad_id: int, micro_batch_tokens: int, device: Any
+) -> float:
     """The target-token mean NLL of ``rows`` under ``model``, no gradient (for before/after checks)."""
     import torch
 
@@ -175,7 +181,7 @@ def train_sft(cfg: SFTConfig) -> dict[str, Any]:
     """Run SFT; returns the last metrics line plus ``output_dir``, ``skipped_rows`` and ``initial_loss``."""
     import torch
 
-    from .checkpoint import find_checkpoint, load_model_weights, load_optimizer, read_state, save_checkpoint
+    from .checkpoint import find_checkpoint, load_model_weights, load_optimizer, read_state
     from .metrics import MetricsWriter
     from .models import load_model
 
@@ -183,7 +189,9 @@ def train_sft(cfg: SFTConfig) -> dict[str, Any]:
     device = "cuda" if torch.cuda.is_available() else "cpu"
     dtype = cfg.dtype or ("bfloat16" if device == "cuda" else None)
     model, tok = load_model(cfg.model, device=device, dtype=dtype, seed=cfg.seed)
-    rows, skipped = to_train_rows(warm_start_rows(read_rows(cfg.rows), cfg.warm_start, cfg.seed), tok, cfg.max_len)
+    rows, skipped = to_train_rows(
+        warm_start_rows(read_rows(cfg.rows), cfg.warm_start, cfg.seed), tok, cfg.max_len
+    )
     if not rows:
         raise ConfigError(f"no row of {cfg.rows!r} fits max_len = {cfg.max_len}", fix="raise --max-len")
     pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
@@ -232,7 +240,11 @@ def _run_steps(
         writer.write(line)
         bar.update()
         epoch_end = step == len(schedule) or schedule[step][0] != epoch
-        if step == len(schedule) or (cfg.save_every and step % cfg.save_every == 0) or (not cfg.save_every and epoch_end):
+        if (
+            step == len(schedule)
+            or (cfg.save_every and step % cfg.save_every == 0)
+            or (not cfg.save_every and epoch_end)
+        ):
             state = {"config": dataclasses.asdict(cfg), "epoch": epoch}
             save_checkpoint(cfg.output_dir, step, model=model, tokenizer=tok, optimizer=opt, state=state,
                             keep=cfg.keep_checkpoints)  # fmt: skip

@@ -12,7 +12,9 @@ def register_train(train_sub: Any) -> None:
     from .sft import SFTConfig
     from .train_cli import add_train_command
 
-    add_train_command(train_sub, "sft", SFTConfig, run_sft, help="SFT on rows from `xtree sft-rows` (targets only)")
+    add_train_command(
+        train_sub, "sft", SFTConfig, run_sft, help="SFT on rows from `xtree sft-rows` (targets only)"
+    )
     p = add_train_command(
         train_sub,
         "offline",
@@ -21,7 +23,12 @@ def register_train(train_sub: Any) -> None:
         help="offline node RL: GRPO on node instances replayed from a gold corpus (Eq. 2)",
     )
     # the flag name; the field is corpus_domain because GRPOConfig.domain() is a method
-    p.add_argument("--domain", dest="corpus_domain", default=argparse.SUPPRESS, help="canonicalizer for steps without a 'token'")
+    p.add_argument(
+        "--domain",
+        dest="corpus_domain",
+        default=argparse.SUPPRESS,
+        help="canonicalizer for steps without a 'token'",
+    )
 
 
 def run_sft(cfg: Any) -> int:
