@@ -274,3 +274,135 @@ def test_advice_option_adds_the_hint_on_every_turn():
     assert advised.replace(hint, "") == text  # the hint is the only difference
     with pytest.raises(ConfigError, match="advice needs the corpus"):
         get_harness("rlvmr", advice=DATA / "shop_tree.json")
+
+
+# -- browsergym --------------------------------------------------------------------------------
+BG_STATE = HarnessState(
+    goal='Click on the "ok" button.',
+    observation="RootWebArea 'Click Test'\n\t[3] button 'ok'\n\t[4] button 'cancel'",
+    history=[("click('9')", "RootWebArea 'Click Test'")],
+    responses=["<think>maybe 9</think><action>click('9')</action>"],
+    info={"action_error": 'ValueError: Could not find element with bid "9"', "focused_element_bid": "3"},
+)
+
+
+def test_browsergym_sections_in_order():
+    msgs = get_harness("browsergym").render(BG_STATE)
+    assert [m["role"] for m in msgs] == ["system", "user"]
+    text = msgs[1]["content"]
+    heads = [ln for ln in text.splitlines() if ln.startswith("#")]
+    assert heads[:8] == [
+        "# Instructions",
+        "## Goal:",
+        "# Observation of current step:",
+        "## AXTree:",
+        "## Focused element:",
+        "## Error from previous action:",
+        "# History of interaction with the task:",
+        "## step 0",
+    ]
+    assert heads[-3:] == ["# Action space:", "# Concrete Example", "# Next action"]
+    assert "\t[3] button 'ok'" in text and 'Could not find element with bid "9"' in text
+    assert "<think>\nmaybe 9\n</think>\n<action>\nclick('9')\n</action>" in text
+    assert "select_option(bid: str" in text  # BrowserGym's own description of the bid actions
+    first = get_harness("browsergym").render(HarnessState(goal="g", observation="[1] button 'x'"))[1][
+        "content"
+    ]
+    assert "# History" not in first and "## Error" not in first and "## Focused" not in first
+
+
+def test_browsergym_options():
+    assert get_harness("browsergym").max_parse_retries == 4
+    assert get_harness("browsergym", parse_retries=0).max_parse_retries == 0
+    webarena = get_harness("browsergym", benchmark="webarena").render(BG_STATE)[1]["content"]
+    assert "send_msg_to_user(" in webarena and "goto(" in webarena
+    with pytest.raises(ConfigError, match="not a BrowserGym benchmark"):
+        get_harness("browsergym", benchmark="workarena")
+    retry = get_harness("browsergym").retry_messages(
+        [{"role": "user", "content": "p"}], "junk", "no <action>"
+    )
+    assert [m["role"] for m in retry] == ["user", "assistant", "user"] and "no <action>" in retry[2][
+        "content"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "action"),
+    [
+        ("<think>ok is 3</think>\n<action>click('3')</action>", "click('3')"),
+        ("<action>\n```python\nfill('7', 'hello')\n```\n</action>", "fill('7', 'hello')"),
+        ("<action>```click('3')```</action>", "click('3')"),
+        ("Action: click('3')", None),
+        ("<think>x</think><action>``````</action>", None),
+    ],
+)
+def test_browsergym_parse_cases(text, action):
+    parsed = get_harness("browsergym").parse(text)
+    assert parsed.action == action and (parsed.error is None) == (action is not None)
+
+
+# -- node --------------------------------------------------------------------------------------
+NODE_STATE = HarnessState(
+    goal="Your task is to boil water.",
+    observation="You move to the kitchen.",
+    history=[
+        ("open door to hallway; go to hallway", "You move to the hallway."),
+        ("open door to kitchen; go to kitchen", "You move to the kitchen."),
+    ],
+    initial_observation="This room is called the bedroom.",
+)
+NODE_GOLDEN_USER = """\
+Task: Your task is to boil water.
+Turns so far: 2. Their actions, and for the last 1 the observation seen before them:
+[Turn 1: 'open door to hallway; go to hallway']
+[Turn 2, Observation: 'You move to the hallway.', Actions: 'open door to kitchen; go to kitchen']
+Current observation: You move to the kitchen.
+Plan the next routine, then write its actions, one <action> tag each."""
+
+
+def test_node_golden_prompt_and_parse():
+    harness = get_harness("node", history_length=1)
+    msgs = harness.render(NODE_STATE)
+    assert [m["role"] for m in msgs] == ["system", "user"] and "<planning>" in msgs[0]["content"]
+    assert msgs[1]["content"] == NODE_GOLDEN_USER
+    parsed = harness.parse(
+        "<planning>heat the water</planning>\n<action>pick up pot</action>\n<action></action>"
+        "<action>move pot to sink</action> trailing"
+    )
+    assert parsed.actions == ("pick up pot", "move pot to sink")
+    assert parsed.action == "pick up pot; move pot to sink" and parsed.thought == "heat the water"
+    assert harness.parse("<planning>p</planning>").action is None
+    assert harness.parse("<action>wait</action>").actions == ("wait",)  # planning is optional
+    assert harness.step_limit == 30
+
+
+@settings(max_examples=100, deadline=None)
+@given(actions=st.lists(_ACTIONS, min_size=1, max_size=5), planning=_THOUGHTS)
+def test_node_format_actions_round_trip(actions, planning):
+    harness = get_harness("node")
+    parsed = harness.parse(harness.format_actions(actions, planning))
+    assert parsed.actions == tuple(actions) and parsed.action == "; ".join(actions)
+
+
+@pytest.mark.parametrize("name", ["browsergym", "node"])
+@settings(max_examples=100, deadline=None)
+@given(action=_ACTIONS, thought=_THOUGHTS, junk=st.text(max_size=120))
+def test_round_trip_and_never_raise_browsergym_node(name, action, thought, junk):
+    harness = get_harness(name)
+    if not action.startswith("```"):
+        assert harness.parse(harness.format_response(action, thought)).action == action
+    parsed = harness.parse(junk)
+    assert (parsed.action is None) == (parsed.error is not None)
+
+
+@pytest.mark.parametrize("name", ["rlvmr", "verl-agent", "react", "browsergym", "node"])
+def test_every_harness_takes_advice_and_templates(name, tmp_path):
+    harness = get_harness(name, advice=DATA / "shop_tree.json", advice_corpus=DATA / "shop_corpus.jsonl")
+    state = HarnessState(
+        goal="i want a red hat please", observation=WS_SEARCH, valid_actions=["search[<your query>]"]
+    )
+    assert "Advice: chains that recur" in harness.render(state)[-1]["content"]
+    field = sorted(harness.words)[0]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({field: "REPLACED"}))
+    assert get_harness(name, template=path).words[field] == "REPLACED"

@@ -79,3 +79,27 @@ def test_webshop_valid_actions_list_the_page(webshop_env):
 
 def test_oracle_on_an_unknown_env_is_none():
     assert oracle_action(object()) is None and oracle_reset_options(object()) == {}
+
+
+@pytest.mark.browser
+def test_miniwob_scripted_solver_wins_through_browsergym(browser_chromium):
+    import gymnasium as gym
+
+    from xtree_gym.envs import register_envs
+    from xtree_gym.envs.browser_launch import BrowserLaunchConfig
+
+    register_envs()
+    env = gym.make(
+        "XTree-MiniWoB-v0", task="enter-text", launch=BrowserLaunchConfig(executable_path=browser_chromium)
+    )
+    try:
+        obs, info = env.reset(seed=3)
+        harness = get_harness("browsergym")
+        assert harness.env_view(env).keys() == {"focused_element_bid"}
+        first = oracle_action(env)
+        assert first.startswith("fill(") and goal_of(info, env) == info["goal"]
+        info, steps = _play(env, harness, obs, info, 30)
+        assert steps == 2 and info["success"] and not info["invalid_action"]
+        assert oracle_action(env) is None  # past the plan's end
+    finally:
+        env.close()

@@ -90,9 +90,13 @@ class WordedHarness(Harness):
                 advice,
                 advice_corpus,
                 top_k=advice_top_k,
-                domain=self.advice_domain,
-                options=self.advice_domain == "webshop",
+                domain=self.advice_glosses(),
+                options=self.advice_glosses() == "webshop",
             )
+
+    def advice_glosses(self) -> str | None:
+        """The canonicalizer domain whose glosses phrase the advice (``advice_domain`` unless overridden)."""
+        return self.advice_domain
 
     def say(self, field: str, **values: Any) -> str:
         """The wording ``field`` filled with ``values``."""
