@@ -178,7 +178,8 @@ def _schedule(n_rows: int, cfg: SFTConfig) -> list[tuple[int, list[int]]]:
 
 
 def train_sft(cfg: SFTConfig) -> dict[str, Any]:
-    """Run SFT; returns the last metrics line plus ``output_dir``, ``skipped_rows`` and ``initial_loss``."""
+    """Run SFT; returns the last metrics line plus ``output_dir``, ``skipped_rows``, ``initial_loss`` and
+    ``final_loss`` (the target-token mean NLL over all rows before the first step and after the last)."""
     import torch
 
     from .checkpoint import find_checkpoint, load_model_weights, load_optimizer, read_state
@@ -211,7 +212,8 @@ def train_sft(cfg: SFTConfig) -> dict[str, Any]:
     initial = evaluate_loss(model, rows, **kw) if start == 0 else math.nan
     line = _run_steps(model, opt, rows, schedule, start, cfg, writer, tok, kw)
     writer.close()
-    return {**line, "output_dir": str(run), "skipped_rows": skipped, "initial_loss": initial}
+    final = evaluate_loss(model, rows, **kw)
+    return {**line, "output_dir": str(run), "skipped_rows": skipped, "initial_loss": initial, "final_loss": final}
 
 
 def _run_steps(

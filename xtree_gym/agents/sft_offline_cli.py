@@ -35,7 +35,7 @@ def run_sft(cfg: Any) -> int:
     from .sft import train_sft
 
     out = train_sft(cfg)
-    keys = ("step", "epoch", "loss", "initial_loss", "rows", "skipped_rows")
+    keys = ("step", "epoch", "loss", "initial_loss", "final_loss", "rows", "skipped_rows")
     print(json.dumps({k: out.get(k) for k in keys}))
     print(f"wrote {out['output_dir']}/metrics.jsonl and checkpoint-{int(out.get('step', 0)):06d}")
     return 0
