@@ -107,3 +107,25 @@ def test_parsed_action_and_empty_turn():
 def test_bad_budget_is_one_clear_error():
     with pytest.raises(EnvConfigError, match="budget=0"):
         MacroAction(CountdownEnv(), budget=0)
+
+
+def test_node_harness_rollout_follows_the_protocol():
+    """The rollout's macro turns (``--harness node``): refused action shown next turn, joined history, budget 30."""
+    from xtree_gym.agents.generation import ScriptedGenerator
+    from xtree_gym.agents.harness import get_harness
+    from xtree_gym.agents.rollout import rollout
+    from xtree_gym.agents.types import TaskSpec
+
+    h = get_harness("node")
+    first = h.format_actions(["op(-, 80, 28)", "op(+, 99, 2)", "op(+, 52, 2)"], "subtract, then add")
+    stall = h.format_actions(["op(+, 1, 54)", "rollback"] * 3, "undo")  # 6 actions a turn: the budget bites
+    gen = ScriptedGenerator([first] + [stall] * 5)
+    task = TaskSpec("countdown", reset_options=PUZZLE)
+    (ep,) = rollout("XTree-Countdown-v0", [task], gen, h, max_steps=30)
+    t0 = ep.turns[0]
+    assert t0.action == "op(-, 80, 28); op(+, 99, 2); op(+, 52, 2)" and t0.invalid
+    assert t0.observation.splitlines()[0] == "Action 'op(+, 99, 2)' failed: 99 is not in the pool [2, 1, 52]."
+    assert [p["action"] for p in t0.info["primitives"]] == ["op(-, 80, 28)", "op(+, 99, 2)", "op(+, 52, 2)"]
+    executed = sum(len(t.info.get("primitives", [])) for t in ep.turns)
+    assert executed == 30 and ep.truncated  # 3 + 4 × 6 + 3: the last turn is cut at the budget
+    assert ep.turns[-1].action == "op(+, 1, 54); rollback; op(+, 1, 54)"  # only what ran joins the history

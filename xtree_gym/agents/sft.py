@@ -213,7 +213,13 @@ def train_sft(cfg: SFTConfig) -> dict[str, Any]:
     line = _run_steps(model, opt, rows, schedule, start, cfg, writer, tok, kw)
     writer.close()
     final = evaluate_loss(model, rows, **kw)
-    return {**line, "output_dir": str(run), "skipped_rows": skipped, "initial_loss": initial, "final_loss": final}
+    return {
+        **line,
+        "output_dir": str(run),
+        "skipped_rows": skipped,
+        "initial_loss": initial,
+        "final_loss": final,
+    }
 
 
 def _run_steps(
