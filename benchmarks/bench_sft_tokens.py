@@ -23,6 +23,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+# ../shared beside the checkout (a git worktree under wt/ finds it one level further up)
+SHARED = next(
+    (p for p in (ROOT.parent / "shared", ROOT.parent.parent / "shared") if p.is_dir()), ROOT.parent / "shared"
+)
 PAPER = {"standard": 1766, "node": 446, "ratio": 4.0}
 
 
@@ -32,7 +36,7 @@ def replay_views(trajs: list[Any], harness: Any) -> int:
     from xtree_gym.progress import Progress
 
     env = ScienceWorldEnv(step_limit=None)
-    bar = Progress(total=len(trajs), desc="replay", enabled=None)
+    bar = Progress(total=len(trajs), desc="replay", enabled=True)
     diverged = 0
     try:
         for t in trajs:
@@ -53,15 +57,18 @@ def replay_views(trajs: list[Any], harness: Any) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument(
-        "--corpus", default=str(ROOT.parent / "shared" / "data" / "scienceworld" / "train-gold.jsonl")
-    )
+    ap.add_argument("--corpus", default=str(SHARED / "data" / "scienceworld" / "train-gold.jsonl"))
     ap.add_argument("--episodes", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tokenizer", default="smollm2")
     ap.add_argument("--replay", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--standard-harness", default="rlvmr")
-    ap.add_argument("--node-harness", default="node")
+    ap.add_argument(
+        "--node-harness", default="node", help="harness of the node/span rows (rlvmr: the standard context)"
+    )
+    ap.add_argument(
+        "--formats", nargs="+", default=["standard", "node", "span"], choices=["standard", "node", "span"]
+    )
     args = ap.parse_args(argv)
 
     from xtree_gym.agents.models import load_tokenizer
@@ -74,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     corpus = read_corpus(args.corpus).trajectories
     tree = mine(corpus, "scienceworld", domain="scienceworld")
+    print(f"mined {len(tree)} nodes from {len(corpus)} episodes", file=sys.stderr, flush=True)
     sample = random.Random(args.seed).sample(corpus, min(args.episodes, len(corpus)))
     standard_h = load_harness(args.standard_harness)
     t0 = time.perf_counter()
@@ -81,21 +89,22 @@ def main(argv: list[str] | None = None) -> int:
     replay_s = time.perf_counter() - t0
     tok = load_tokenizer(args.tokenizer)
     out: dict[str, Any] = {}
-    for fmt in ("standard", "node", "span"):
+    for fmt in args.formats:
         t0 = time.perf_counter()
         harness = standard_h if fmt == "standard" else load_harness(args.node_harness)
         rows = build_rows(sample, fmt, tree=tree, harness=harness, domain="scienceworld", tokenizer=tok,
-                          seed=args.seed, progress=None)  # fmt: skip
+                          seed=args.seed, progress=True)  # fmt: skip
         s = summarize(rows)
         s.update(format=fmt, harness=harness.name, seconds=round(time.perf_counter() - t0, 1))
         out[fmt] = s
         print(json.dumps(s), flush=True)
-    ratio = out["standard"]["tokens_per_action"] / out["node"]["tokens_per_action"]
+    per = {f: out[f]["tokens_per_action"] if f in out else None for f in ("standard", "node", "span")}
+    ratio = per["standard"] / per["node"] if per["standard"] and per["node"] else None
     print(json.dumps({
         "episodes": len(sample), "seed": args.seed, "tree_nodes": len(tree), "tokenizer": args.tokenizer,
         "replay": args.replay, "replay_seconds": round(replay_s, 1), "replay_refused_steps": diverged,
-        "standard_per_action": out["standard"]["tokens_per_action"], "node_per_action": out["node"]["tokens_per_action"],
-        "span_per_action": out["span"]["tokens_per_action"], "ratio_standard_node": round(ratio, 2),
+        "standard_per_action": per["standard"], "node_per_action": per["node"], "span_per_action": per["span"],
+        "ratio_standard_node": None if ratio is None else round(ratio, 2), "node_harness": args.node_harness,
         "paper": PAPER,
     }))  # fmt: skip
     return 0

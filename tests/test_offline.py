@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections import Counter
 from importlib.resources import files
 from pathlib import Path
 
@@ -27,14 +28,15 @@ SAMPLE = Path(str(files("xtree_gym") / "data/scienceworld_gold_sample.jsonl.gz")
 
 @pytest.fixture(scope="module")
 def sw(tmp_path_factory):
-    """The packaged ScienceWorld gold sample (first 60 episodes) and the tree mined from all of it."""
+    """60 short episodes (<= 14 steps: short prompts, fast tests) of the packaged ScienceWorld gold sample
+    and the tree mined from all 278 of it."""
     from xtree_gym.corpus import read_corpus, write_corpus
     from xtree_gym.mining import mine
 
     d = tmp_path_factory.mktemp("offline")
     trajs = read_corpus(SAMPLE).trajectories
     mine(trajs, "scienceworld", domain="scienceworld").save(d / "tree.json")
-    write_corpus(d / "gold.jsonl", trajs[:60])
+    write_corpus(d / "gold.jsonl", [t for t in trajs if len(t.steps) <= 14][:60])
     return d / "gold.jsonl", d / "tree.json"
 
 
@@ -87,10 +89,11 @@ def test_table7_defaults():
 def test_curriculum_goes_depth_by_depth(sw, tmp_path):
     insts = build_instances(_cfg(sw, tmp_path))
     counts = instance_summary(insts)["depths"]
-    phases = [curriculum_phase(s, 40, counts) for s in range(1, 41)]
-    assert phases == sorted(phases) and set(phases) == set(counts)  # every depth, shallow first
-    for step in (1, 40):
-        depth = curriculum_phase(step, 40, counts)
+    steps = sum(counts.values())  # one step per instance: each depth gets exactly its count
+    phases = [curriculum_phase(s, steps, counts) for s in range(1, steps + 1)]
+    assert phases == sorted(phases) and Counter(phases) == counts  # shallow first, shares ∝ counts
+    for step in (1, steps):
+        depth = curriculum_phase(step, steps, counts)
         pool = [i for i, inst in enumerate(insts) if inst.depth == depth]
         tasks = instance_tasks(insts, pool, 6, seed=0, step=step)
         assert {insts[t.reset_options["index"]].depth for t in tasks} == {depth}
@@ -136,10 +139,6 @@ def test_rewards_equal_eq2_on_scripted_completions(sw, tmp_path, mode):
 # ----------------------------------------------------------------------------- on the trainer
 
 
-def _need_rollout() -> None:
-    pytest.importorskip("xtree_gym.agents.rollout", reason="the rollout of 'Agents I' is not merged yet")
-
-
 def _small(sw, tmp_path, **kw):
     base = {"model": "tiny-random", "steps": 2, "tasks_per_step": 2, "max_new_tokens": 8, "progress": False,
             "tensorboard": False, "lr": 1e-3}  # fmt: skip
@@ -149,7 +148,6 @@ def _small(sw, tmp_path, **kw):
 def test_trainer_rewards_are_eq2_and_reach_the_update(sw, tmp_path):
     import torch
 
-    _need_rollout()
     from xtree_gym.agents.generation import ScriptedGenerator
     from xtree_gym.agents.offline import OfflineTrainer
 
@@ -169,17 +167,21 @@ def test_trainer_rewards_are_eq2_and_reach_the_update(sw, tmp_path):
         want = 0.7 + 0.3 * (1 + 0.5 * inst.depth) if ep.member == 0 else 0.0
         assert r == pytest.approx(want)
         assert len(ep.turns) == (inst.length if ep.member == 0 else 1)  # stopped at the first mismatch
+        assert ep.success == (ep.member == 0)  # a win is a completed node
     before = [p.detach().clone() for p in trainer.policy.parameters()]
     stats = trainer.learn(episodes)
     assert stats["loss"] != 0.0
     assert any(not torch.equal(a, b) for a, b in zip(before, trainer.policy.parameters()))
 
 
-@pytest.mark.parametrize("flags", [[], ["--instances", "random-span"], ["--instances", "random-tree"],
-                                   ["--instances", "whole", "--reward", "outcome"], ["--reward", "plain"],
-                                   ["--curriculum", "depth"]])  # fmt: skip
+_SLOW = pytest.mark.slow  # the instance sets of every flag are checked fast above; these also train on each
+
+
+@pytest.mark.parametrize("flags", [[], ["--curriculum", "depth"], pytest.param(["--instances", "random-span"], marks=_SLOW),
+                                   pytest.param(["--instances", "random-tree"], marks=_SLOW),
+                                   pytest.param(["--instances", "whole", "--reward", "outcome"], marks=_SLOW),
+                                   pytest.param(["--reward", "plain"], marks=_SLOW)])  # fmt: skip
 def test_xtree_train_offline_runs_two_steps(sw, tmp_path, capsys, flags):
-    _need_rollout()
     from xtree_gym.cli import main
 
     corpus, tree = sw

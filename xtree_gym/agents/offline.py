@@ -200,7 +200,8 @@ class OfflineTrainer(GRPOTrainer):
         env_kwargs = {**cfg.env_kwargs, "instances": str(path), "reward": cfg.reward, "alpha": cfg.alpha,
                       "gamma": cfg.gamma, "obs_mode": "full"}  # fmt: skip
         horizon = max(i.length for i in self.instances)
-        cfg = dataclasses.replace(cfg, env_kwargs=env_kwargs, max_steps=max(cfg.max_steps or 0, horizon))
+        # the episode cap is the node horizon (Table 7); the env itself ends each instance at its ℓ_v
+        cfg = dataclasses.replace(cfg, env_kwargs=env_kwargs, max_steps=horizon)
         self.depth_counts = dict(sorted(Counter(i.depth for i in self.instances).items()))
         super().__init__(cfg, **kwargs)
 

@@ -96,8 +96,9 @@ class NodeReplayEnv(gym.Env[str, str]):
     an instance; otherwise ``order="random"`` draws one with the env's seeded generator and
     ``"sequential"`` cycles through them. ``obs_mode="full"`` returns the whole history each step,
     ``"last"`` only the new observation. ``info`` carries ``instance``, ``node``, ``depth``, ``length``,
-    ``matched``, ``complete`` and, for reward wrappers, ``xtree`` (the action's token: the gold
-    token on a match, else ``domain``'s canonicalizer's, else the catch-all's).
+    ``matched``, ``complete``, ``won`` (the node was completed) and, for reward wrappers,
+    ``xtree`` (the action's token: the gold token on a match, else ``domain``'s canonicalizer's,
+    else the catch-all's).
 
     Example:
         >>> inst = NodeInstance("t@0:2", "t", "node", "S0", 1, 0, 2, goal="Boil water.",
@@ -236,6 +237,7 @@ class NodeReplayEnv(gym.Env[str, str]):
         info = self._info()
         info["xtree"] = xtree
         info["match"] = ok
+        info["won"] = bool(terminated and info["complete"])  # a rollout "wins" when it completed the node
         if terminated:
             info["gold_action"] = gold["action"]
         return obs, reward, terminated, False, info

@@ -7,7 +7,9 @@ Protocol facts (structure only; the wording is ours, replaceable by a template):
   (``obs_mode="full"``), and the node steps already matched are appended to it;
 * it writes one action per turn, ``<think>…</think><action>…</action>`` as the other protocols;
   the env compares the action with the recorded gold one (thought excluded);
-* the episode cap is the node horizon: the env itself ends after ``ℓ_v`` steps or the first mismatch.
+* the episode cap is the node horizon: the env itself ends after ``ℓ_v`` steps or the first mismatch;
+  a response without an ``<action>`` block is sent as it is, so it is that mismatch (it can never
+  equal a gold action) and the rollout stops there, as the protocol says, instead of idling on.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ class ReplayHarness(WordedHarness):
         ['Goal: g', 'Observation: A hallway.']
         >>> h.parse(h.format_response("open door", "the door first")).action
         'open door'
+        >>> h.parse("no tags at all").action  # sent as is: the replay env ends the rollout on it
+        'no tags at all'
     """
 
     name: ClassVar[str] = "replay"
@@ -53,7 +57,10 @@ class ReplayHarness(WordedHarness):
         return [{"role": "user", "content": text}]
 
     def parse(self, text: str) -> ParsedAction:
-        return parse_think_action(text)
+        parsed = parse_think_action(text)
+        if parsed.action is None and isinstance(text, str):
+            return ParsedAction(text.strip() or "(empty response)", thought=parsed.thought)
+        return parsed
 
     def format_response(self, action: str, thought: str = "") -> str:
         return format_think_action(action, thought)
