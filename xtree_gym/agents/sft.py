@@ -94,7 +94,7 @@ def warm_start_rows(rows: Sequence[SFTRow], n: int, seed: int = 0) -> list[SFTRo
     Example:
         >>> rs = [SFTRow(f"t{i}@0:1#node", "node", f"t{i}", 0, 1, "", [], "x") for i in range(5)]
         >>> [r.trajectory_id for r in warm_start_rows(rs, 2, seed=0)]
-        ['t0', 't3']
+        ['t3', 't4']
     """
     if n <= 0:
         return list(rows)
