@@ -99,10 +99,9 @@ def save_checkpoint(
             save_file(tensors, str(tmp / "optimizer.safetensors"))
             (tmp / "optimizer.json").write_text(json.dumps(meta, default=_json_default), encoding="utf-8")
         if extra_tensors:
-            save_file(
-                {k: v.detach().cpu().contiguous() for k, v in extra_tensors.items()},
-                str(tmp / "extra.safetensors"),
-            )
+            # clone: tied weights (embeddings = LM head) share storage, which safetensors refuses
+            named = {k: v.detach().cpu().clone() for k, v in extra_tensors.items()}
+            save_file(named, str(tmp / "extra.safetensors"))
         for name, text in (files or {}).items():
             (tmp / name).write_text(text, encoding="utf-8")
         body = {"step": step, **(state or {})}

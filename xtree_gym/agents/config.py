@@ -73,7 +73,9 @@ class GRPOConfig:
     dtype: str | None = None
     """Torch dtype of the weights (``float32``, ``bfloat16``...); None: float32 on CPU, bfloat16 on GPU."""
     backend: str = "hf"
-    """Generation backend on each rank (``hf``: transformers ``generate`` with the live weights)."""
+    """Generation backend on each rank: ``hf`` (``generate`` on the live weights) or ``vllm`` (weights pushed per step)."""
+    vllm_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Extra vLLM engine arguments (``--vllm-kwargs gpu_memory_utilization=0.3``)."""
     temperature: float = 1.0
     """Sampling temperature; the trainer's logprobs use the same temperature."""
     top_p: float = 1.0
@@ -120,6 +122,8 @@ class GRPOConfig:
     """``none`` (outcome only), ``xtree`` (Eq. 3: λ_g Σ b_v), or ``segcost`` (ReuseRL Eq. 6)."""
     tree: str | None = None
     """X-Tree JSON file: the bonus's nodes (``shaping xtree``), the OPSD cards, the re-miner's config."""
+    tree_corpus: str | None = None
+    """Corpus JSONL the tree was mined from: node success rates and ScienceWorld family cards for OPSD."""
     lambda0: float = LAMBDA0
     """Eq. 3: bonus weight of a group in which no rollout wins."""
     w_ref: float | None = None
@@ -158,6 +162,8 @@ class GRPOConfig:
     """Run ``evaluate`` every K steps (0 = never); writes ``eval_success_rate``."""
     eval_tasks: int = 8
     """Tasks of the eval fold per evaluation (a seeded subset)."""
+    eval_temperature: float = 0.4
+    """Sampling temperature of the evaluation rollouts (Table 7: 0.4)."""
     eval_fold: str | None = None
     """Eval fold (``G0``/``G1``/``G2`` ScienceWorld, ``test`` WebShop); default the env's first."""
     output_dir: str = "runs/rlvr"

@@ -74,7 +74,7 @@ def make_card_fn(
             raise ConfigError(f"opsd {kind!r} needs a tree", fix="pass --tree TREE.json")
         from ..render.retrieval import build_skill_bank
 
-        bank = build_skill_bank(tree, usage, domain or None)
+        bank = build_skill_bank(tree, usage, domain or None, **_card_kw(tree, usage, domain))
         if kind == "scrambled":
             bank = scrambled_bank(bank, seed)
         return bank_retriever(bank, bank.domain if bank.domain == "webshop" else domain)
@@ -88,6 +88,13 @@ def make_card_fn(
     except OSError as exc:
         raise ConfigError(f"cannot read the OPSD bank file: {exc.strerror}", where=str(path)) from exc
     return lambda ep: text
+
+
+def _card_kw(tree: Any, usage: Any, domain: str) -> dict[str, Any]:
+    """Without a corpus and a rated node, WebShop cards get base rate 0 (chains stay unrated)."""
+    if domain == "webshop" and usage is None and not any(n.success is not None for n in tree.nodes):
+        return {"base_rate": 0.0}
+    return {}
 
 
 def card_prefix_ids(tokenizer: Any, card: str) -> list[int]:

@@ -24,7 +24,8 @@ def series(lines: Sequence[dict[str, Any]], key: str) -> tuple[list[int], list[f
         >>> series([{"step": 1, "kl": 0.5}, {"step": 2}, {"step": 3, "kl": 0.25}], "kl")
         ([1, 3], [0.5, 0.25])
     """
-    xs, ys = [], []
+    xs: list[int] = []
+    ys: list[float] = []
     for line in lines:
         value = line.get(key)
         if isinstance(value, (int, float)):

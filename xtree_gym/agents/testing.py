@@ -41,8 +41,16 @@ class EchoEnv(gym.Env[str, str]):
     """
 
     metadata = {"render_modes": []}  # noqa: RUF012 - Gymnasium declares it an instance variable
+    valid_calls = 0
+    """How often :meth:`valid_actions` ran in this process (the rollout must ask only when a harness lists them)."""
+
+    open_now = 0
+    """Envs built and not closed yet in this process, and the most there ever were (``open_peak``)."""
+    open_peak = 0
 
     def __init__(self, max_steps: int | None = None) -> None:
+        EchoEnv.open_now += 1
+        EchoEnv.open_peak = max(EchoEnv.open_peak, EchoEnv.open_now)
         self.max_steps = max_steps
         self.observation_space = gym.spaces.Text(1000)
         self.action_space = gym.spaces.Text(1000)
@@ -53,6 +61,15 @@ class EchoEnv(gym.Env[str, str]):
         self._steps = 0
         word = _WORDS[int(self.np_random.integers(len(_WORDS)))]
         return f"A room with a sign that reads '{word}'.", {"goal": "Say 'win'.", "word": word}
+
+    def close(self) -> None:
+        EchoEnv.open_now -= 1
+        super().close()
+
+    def valid_actions(self) -> list[str]:
+        """The admissible actions (counted in :attr:`valid_calls`)."""
+        EchoEnv.valid_calls += 1
+        return ["win", "wait"]
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         self._steps += 1

@@ -85,7 +85,10 @@ def config_from_cli(config_cls: type[Any], args: argparse.Namespace) -> Any:
     cfg = config_from_args(config_cls, args, recipes())
     resume = getattr(args, "resume", None)
     if resume and not getattr(args, "config", None):
-        saved = read_state(find_checkpoint(resume)).get("config", {})
+        found = find_checkpoint(resume)
+        saved = dict(read_state(found).get("config", {}))
+        # continue in the run folder the checkpoint belongs to (the copy's, if it was moved), unless -o says
+        saved["output_dir"] = str(found.parent)
         given = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(config_cls) if f.name in vars(args)}
         cfg = config_from_mapping(config_cls, {**saved, **given}, where=str(resume))
     return cfg

@@ -19,8 +19,8 @@ Read top to bottom, one optimizer step is (docs/training.md follows it with numb
 
 from __future__ import annotations
 
-import copy
 import json
+import sys
 import time
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
@@ -33,78 +33,17 @@ from ..errors import ConfigError
 from . import checkpoint as ckpt
 from .advantages import grouped_advantages
 from .config import GRPOConfig
-from .losses import clipped_policy_loss, k3_kl, loss_weights, opsd_term, token_entropy, token_logps
+from .losses import clipped_policy_loss, k3_kl, loss_weights, opsd_term
 from .metrics import MetricsWriter, reduce_sums, safe_div
 from .opsd import TeacherContext, make_card_fn
+from .policy import ema_update, frozen_copy, load_policy, make_accelerator, resolve_dtype, sequence_logps
 from .remine import RolloutBuffer, node_diff, remine
-from .rows import Batch, Row, collate, make_rows, micro_batches, teacher_to_student
+from .rows import Row, collate, make_rows, micro_batches, teacher_to_student
 from .shaping import SegCostShaping, StepRewards, plain_rewards, xtree_bonuses, xtree_rewards
 from .tasks import generic_tasks, rank_share, scienceworld_tasks, webshop_goal_indices, webshop_tasks
 from .types import Episode, Generation, GenRequest, TaskSpec
 
-# ----------------------------------------------------------------------------- building blocks
-
-
-def make_accelerator(cpu: bool | None = None) -> Any:
-    """An :class:`accelerate.Accelerator` (CPU when no GPU is visible or ``cpu=True``)."""
-    from accelerate import Accelerator
-
-    if cpu is None:
-        cpu = not torch.cuda.is_available()
-    return Accelerator(cpu=cpu)
-
-
-def resolve_dtype(name: str | None, device: torch.device) -> torch.dtype:
-    """``float32`` on CPU and ``bfloat16`` on GPU unless named.
-
-    Example:
-        >>> resolve_dtype(None, torch.device("cpu")), resolve_dtype("bfloat16", torch.device("cpu"))
-        (torch.float32, torch.bfloat16)
-    """
-    if name is None:
-        return torch.bfloat16 if device.type == "cuda" else torch.float32
-    value = getattr(torch, name, None)
-    if not isinstance(value, torch.dtype):
-        raise ConfigError(f"dtype = {name!r}", fix="use float32, bfloat16 or float16")
-    return value
-
-
-def load_policy(name: str, *, device: torch.device, dtype: torch.dtype, seed: int) -> tuple[Any, Any]:
-    """The trainable policy and its tokenizer (through :func:`xtree_gym.agents.models.load_model`)."""
-    from .models import load_model
-
-    model, tokenizer = load_model(name, device=str(device), dtype=dtype, seed=seed)
-    if tokenizer.pad_token_id is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    model.config.use_cache = False  # training forwards never need the KV cache
-    return model, tokenizer
-
-
-def frozen_copy(model: Any) -> Any:
-    """A gradient-free copy in eval mode (the KL reference / the EMA teacher)."""
-    twin = copy.deepcopy(model)
-    twin.eval()
-    for p in twin.parameters():
-        p.requires_grad_(False)
-    return twin
-
-
-def sequence_logps(
-    model: Any, batch: Batch, temperature: float, *, entropy: bool = False
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Per-position logprobs of ``batch.labels`` ``[B, L-1]`` (and entropies when asked)."""
-    out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False)
-    logits = out.logits[:, :-1]
-    logp = token_logps(logits, batch.labels, temperature)
-    ent = token_entropy(logits.detach(), temperature) if entropy else None
-    return logp, ent
-
-
-@torch.no_grad()
-def ema_update(ema: Any, model: Any, decay: float) -> None:
-    """``θ̄ ← d·θ̄ + (1 − d)·θ`` parameter by parameter."""
-    for e, p in zip(ema.parameters(), model.parameters()):
-        e.mul_(decay).add_(p.detach().to(e.dtype), alpha=1.0 - decay)
+# ----------------------------------------------------------------------------- rollout helpers
 
 
 class MixedGenerator:
@@ -141,6 +80,30 @@ class MixedGenerator:
         return [g for g in out if g is not None]
 
 
+def push_weights_to_vllm(gen: Any, model: Any) -> None:
+    """Copy the policy's weights into the in-process vLLM engine of ``gen`` (after each update).
+
+    Uses the engine's own ``load_weights`` (the path TRL uses; with vLLM's V1 engine set
+    ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` so the model lives in this process). Not run here: no GPU.
+    """
+    llm = getattr(gen, "llm", None)
+    if llm is None:
+        raise ConfigError(
+            "weights can only be pushed to an in-process vLLM engine, not a server",
+            fix="use backend 'hf', or the offline engine (no server_url)",
+        )
+    executor = getattr(llm.llm_engine, "model_executor", None)
+    worker = getattr(executor, "driver_worker", None)
+    runner = getattr(getattr(worker, "worker", worker), "model_runner", None)
+    target = getattr(runner, "model", None)
+    if target is None or not hasattr(target, "load_weights"):
+        raise ConfigError(
+            "cannot reach the vLLM engine's model to load weights into",
+            fix="set VLLM_ENABLE_V1_MULTIPROCESSING=0, or use backend 'hf'",
+        )
+    target.load_weights((k, v.detach()) for k, v in model.state_dict().items())
+
+
 # ----------------------------------------------------------------------------- the trainer
 
 
@@ -171,8 +134,9 @@ class GRPOTrainer:
             else None
         )
         self.buffer = RolloutBuffer(self.cfg.remine_buffer) if self.cfg.remine_every else None
-        self.teacher = self._teacher_context(usage=None)
-        self.harness = self._harness()
+        self.teacher = self._teacher_context(usage=self._tree_usage())
+        self._harness_obj: Any = None
+        self._vllm: Any = None
         self.step = 0
         self.writer = MetricsWriter(
             self.run_dir, tensorboard=self.cfg.tensorboard, enabled=self.acc.is_main_process
@@ -184,12 +148,21 @@ class GRPOTrainer:
     def _load_tree(self, path: str | None) -> Any:
         if not path:
             return None
-        from ..formats._records import reading
         from ..errors import TreeFormatError
+        from ..formats._records import reading
         from ..tree import XTree
 
         with reading(path, TreeFormatError):
             return XTree.load(path)
+
+    def _tree_usage(self) -> Any:
+        """Node usage over ``tree_corpus`` (the cards' success rates and families), when given."""
+        if not self.cfg.tree_corpus or self.tree is None or self.cfg.opsd == "none":
+            return None
+        from ..corpus import read_corpus
+        from ..render.stats import CorpusUsage
+
+        return CorpusUsage.build(self.tree, read_corpus(self.cfg.tree_corpus).trajectories, self.cfg.domain())
 
     def _teacher_context(self, usage: Any) -> TeacherContext | None:
         if self.cfg.opsd == "none":
@@ -199,10 +172,14 @@ class GRPOTrainer:
         )
         return TeacherContext(card_fn, self.tokenizer)
 
-    def _harness(self) -> Any:
-        from .harness import get_harness
+    @property
+    def harness(self) -> Any:
+        """The harness (built on first use: learning from given episodes needs none)."""
+        if self._harness_obj is None:
+            from .harness import get_harness
 
-        return get_harness(self.cfg.harness or "")
+            self._harness_obj = get_harness(self.cfg.harness or "")
+        return self._harness_obj
 
     @property
     def policy(self) -> Any:
@@ -233,9 +210,28 @@ class GRPOTrainer:
 
         stop = tuple(getattr(self.harness, "stop", ()) or ())
         sampling = {"temperature": cfg.temperature, "top_p": cfg.top_p, "max_new_tokens": cfg.max_new_tokens}
-        gen = make_generator(
-            cfg.backend, model=self.policy, tokenizer=self.tokenizer, stop=stop, seed=seed, **sampling
-        )
+        if cfg.backend == "vllm":  # one engine per rank, built once; its weights follow every update
+            if self._vllm is None:
+                from .models import smollm2_folder
+
+                folder = str(smollm2_folder()) if cfg.model == "smollm2" else cfg.model
+                self._vllm = make_generator(
+                    "vllm",
+                    model=folder,
+                    tokenizer=self.tokenizer,
+                    stop=stop,
+                    seed=seed,
+                    **sampling,
+                    **cfg.vllm_kwargs,
+                )
+                if self.step:  # resumed: the engine loaded the warm start
+                    push_weights_to_vllm(self._vllm, self.policy)
+            gen = self._vllm
+            gen.seed, gen.calls = seed, 0
+        else:
+            gen = make_generator(
+                cfg.backend, model=self.policy, tokenizer=self.tokenizer, stop=stop, seed=seed, **sampling
+            )
         k = round(cfg.oracle_mix * cfg.n)
         if k > 0:
             gen = MixedGenerator(make_generator("oracle", tokenizer=self.tokenizer), gen, k)
@@ -248,7 +244,7 @@ class GRPOTrainer:
         cfg = self.cfg
         self.model.eval()
         try:
-            return rollout(
+            episodes = rollout(
                 cfg.env,
                 tasks,
                 self.make_generator(step),
@@ -264,6 +260,20 @@ class GRPOTrainer:
             )
         finally:
             self.model.train()
+        if cfg.domain() == "webshop":
+            self._add_goal_options(episodes, tasks)
+        return episodes
+
+    def _add_goal_options(self, episodes: Sequence[Episode], tasks: Sequence[TaskSpec]) -> None:
+        """WebShop's b_v and card retrieval need the goal's option types: read them off the catalogue."""
+        from ..envs.webshop import load_webshop_data
+
+        kw = self.cfg.env_kwargs
+        goals = load_webshop_data(kw.get("data_dir"), int(kw.get("price_seed", 0))).goals
+        for ep in episodes:
+            idx = tasks[ep.group].reset_options.get("goal_idx")
+            if idx is not None and "goal_options" not in ep.meta:
+                ep.meta["goal_options"] = list(goals[int(idx)].goal_options)
 
     # -- 3. rewards ----------------------------------------------------------------------------
     def rewards(self, episodes: Sequence[Episode]) -> StepRewards:
@@ -308,7 +318,8 @@ class GRPOTrainer:
         weights = loss_weights(
             batch.mask, norm=cfg.loss_norm, total_tokens=totals["tokens"], total_rows=totals["rows"]
         )
-        weights = weights * world
+        live = batch.mask * batch.weights[:, None]  # a row of weight 0 (a placeholder) counts nowhere
+        weights = weights * batch.weights[:, None] * world
         with torch.no_grad():
             ref_logp = sequence_logps(self.ref, batch, cfg.temperature)[0] if cfg.kl_coef > 0 else None
             teacher_logp = None
@@ -334,34 +345,31 @@ class GRPOTrainer:
             opsd = torch.zeros((), device=dev)
             if teacher_logp is not None:
                 share = len(rows) / max(totals["rows"], 1.0) * world  # opsd_term is a mean over these rows
-                opsd = (
-                    opsd_term(logp, teacher_logp, batch.mask, beta=cfg.opsd_beta or 0.0, c=cfg.opsd_c) * share
-                )
+                opsd = opsd_term(logp, teacher_logp, live, beta=cfg.opsd_beta or 0.0, c=cfg.opsd_c) * share
                 loss = loss + opsd
             self.acc.backward(loss)
-        n_tok = float(batch.mask.sum())
+        n_tok = float(live.sum())
         assert ent is not None
         return {
             "loss": float(loss.detach()) / world,
             "pg_loss": float(pg.detach()) / world,
             "opsd": float(opsd.detach()) / world,
-            "kl_sum": float((kl_tok.detach() * batch.mask).sum()),
-            "entropy_sum": float((ent * batch.mask).sum()),
+            "kl_sum": float((kl_tok.detach() * live).sum()),
+            "entropy_sum": float((ent * live).sum()),
             "clip_sum": float(clip_frac) * n_tok,
         }
 
     def update(self, rows: Sequence[Row]) -> dict[str, float]:
         """One optimizer step over ``rows`` (this rank's share of the step)."""
-        local = {"tokens": float(sum(r.n_targets for r in rows)), "rows": float(len(rows))}
+        real = [r for r in rows if r.weight]  # weight-0 rows only take part (placeholders)
+        local = {"tokens": float(sum(r.n_targets for r in real)), "rows": float(len(real))}
         totals = reduce_sums(local, self.acc)
-        if totals["tokens"] == 0:
-            raise ConfigError(
-                "no completion tokens to train on this step", fix="check the generator's output"
-            )
-        if not rows:
-            raise ConfigError(
-                f"rank {self.acc.process_index} has no rows", fix="give every rank at least one task"
-            )
+        if totals["tokens"] == 0:  # every completion was empty: nothing to learn, keep going
+            print(f"step {self.step + 1}: no completion tokens on any rank, no update", file=sys.stderr)
+            return {"tokens": 0.0, "row_tokens": 0.0, "micro_batches": 0.0, "grad_norm": 0.0}
+        if not rows:  # other ranks have rows: take part in the gradient sync with a weightless row
+            pad = int(self.tokenizer.pad_token_id)
+            rows = [Row([pad, pad], [False, True], [0.0, 0.0], weight=0.0)]
         sums: dict[str, float] = {}
         batches = micro_batches(rows, self.cfg.micro_batch_tokens)
         for i, idx in enumerate(batches):
@@ -375,7 +383,12 @@ class GRPOTrainer:
         self.optimizer.zero_grad(set_to_none=True)
         if self.ema is not None:
             ema_update(self.ema, self.policy, self.cfg.opsd_ema)
+        if self._vllm is not None:
+            push_weights_to_vllm(self._vllm, self.policy)
         sums["tokens"] = local["tokens"]
+        sums["row_tokens"] = float(
+            sum(len(r) for r in rows if r.weight)
+        )  # what the forwards read (prompts too)
         sums["micro_batches"] = float(len(batches))
         out = reduce_sums(sums, self.acc)
         out["grad_norm"] = grad_norm
@@ -480,12 +493,23 @@ class GRPOTrainer:
         result = float("nan")
         if self.acc.is_main_process:
             from .evaluate import evaluate
+            from .generation import make_generator
 
-            res = evaluate(
-                self.cfg.env,
+            cfg = self.cfg
+            gen = make_generator(
+                "hf",
                 model=self.policy,
                 tokenizer=self.tokenizer,
-                harness=self.cfg.harness,
+                temperature=cfg.eval_temperature,
+                max_new_tokens=cfg.max_new_tokens,
+                stop=tuple(getattr(self.harness, "stop", ()) or ()),
+                seed=cfg.seed,
+            )
+            res = evaluate(
+                self.cfg.env,
+                model=cfg.model,
+                generator=gen,
+                harness=self.cfg.harness or "",
                 fold=self.cfg.eval_fold,
                 tasks=self.cfg.eval_tasks,
                 n=1,
@@ -493,6 +517,8 @@ class GRPOTrainer:
                 max_steps=self.cfg.max_steps,
                 env_args=dict(self.cfg.env_kwargs),
                 output_dir=str(self.run_dir / f"eval-{step:06d}"),
+                seed=cfg.seed,
+                progress=False,
             )
             result = float(res["success_rate"])
         self.model.train()
@@ -597,5 +623,6 @@ def summarize(
         "rollout_seconds": rollout_s,
         "update_seconds": update_s,
         "update_tokens_per_s": safe_div(tok, update_s),
+        "row_tokens": int(s.get("row_tokens", 0.0)),
         "lr": lr,
     }

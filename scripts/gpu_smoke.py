@@ -1,0 +1,196 @@
+"""One GRPO recipe step on one GPU with a random-weight model of the recipe's shape (no downloads).
+
+Needs only torch, transformers and accelerate (plus this package): no vLLM, no hub, no env
+simulator. It builds a Qwen2.5-shaped causal LM with random weights (``--shape 1.5b``, ``3b`` or
+``7b``, the paper's scales), the in-process ``tiny-random`` tokenizer, and then runs the
+recipe's sizes through the real trainer:
+
+1. generation: ``tasks_per_step × n`` prompts of ``--prompt-tokens`` ids, ``max_new_tokens`` of the
+   recipe (sampling at the recipe's temperature) with :class:`HFGenerator` on the live weights;
+2. one optimizer step: seeded outcome rewards per group → advantages → per-turn rows →
+   clipped ratio + k3 KL to the frozen copy (+ OPSD when the recipe has it) → AdamW.
+
+It prints one JSON line: generation and update seconds and tokens/s, peak GPU memory. Example:
+
+    python scripts/gpu_smoke.py --recipe scienceworld-gpu --shape 1.5b --turns 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+SHAPES = {  # Qwen2.5 configs (hidden, layers, heads, kv heads, intermediate); "tiny" checks the script on CPU
+    "tiny": (64, 2, 4, 2, 128),
+    "0.5b": (896, 24, 14, 2, 4864),
+    "1.5b": (1536, 28, 12, 2, 8960),
+    "3b": (2048, 36, 16, 2, 11008),
+    "7b": (3584, 28, 28, 4, 18944),
+}
+
+
+def build_model_folder(shape: str, folder: Path, device: str) -> None:
+    """A random-weight Qwen2 of ``shape`` saved (bf16, safetensors) with the tiny-random tokenizer."""
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from xtree_gym.agents.models import load_tokenizer
+
+    tok = load_tokenizer("tiny-random")
+    hidden, layers, heads, kv, inter = SHAPES[shape]
+    cfg = Qwen2Config(
+        vocab_size=151936,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv,
+        intermediate_size=inter,
+        max_position_embeddings=32768,
+        tie_word_embeddings=shape in ("0.5b", "1.5b", "3b"),
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+        torch_dtype="bfloat16",
+    )
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = Qwen2ForCausalLM(cfg).bfloat16()
+    model.save_pretrained(str(folder), safe_serialization=True)
+    tok.save_pretrained(str(folder))
+    del model
+    if device == "cuda":
+        torch.cuda.empty_cache()
+
+
+def parse_args() -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--recipe", default="scienceworld-gpu")
+    ap.add_argument("--shape", default="1.5b", choices=sorted(SHAPES))
+    ap.add_argument("--prompt-tokens", type=int, default=1500, help="prompt length of every turn")
+    ap.add_argument("--turns", type=int, default=1, help="turns per episode (rows per episode)")
+    ap.add_argument("--max-new-tokens", type=int, default=None, help="default: the recipe's")
+    ap.add_argument("--tasks-per-step", type=int, default=None, help="default: the recipe's")
+    ap.add_argument(
+        "--allow-cpu", action="store_true", help="run on CPU when no GPU is visible (script check)"
+    )
+    return ap.parse_args()
+
+
+def make_trainer(args: argparse.Namespace, tmp: str, cuda: bool) -> Any:
+    """The real trainer on the recipe's config, with the random model and no tree (no corpus needed)."""
+    from xtree_gym.agents.config import GRPOConfig, config_from_mapping, load_config_file
+    from xtree_gym.agents.train_cli import recipes
+    from xtree_gym.agents.trainer import GRPOTrainer
+
+    data = load_config_file(recipes()[args.recipe])
+    build_model_folder(args.shape, Path(tmp) / "model", "cuda" if cuda else "cpu")
+    data.update(model=str(Path(tmp) / "model"), output_dir=f"{tmp}/run", progress=False, tensorboard=False)
+    # the card text does not change the cost of OPSD's teacher pass: an empty card needs no tree
+    data.update(tree=None, shaping="none", opsd="empty" if data.get("opsd", "none") != "none" else "none")
+    for key in ("max_new_tokens", "tasks_per_step"):
+        if getattr(args, key):
+            data[key] = getattr(args, key)
+    if not cuda:
+        data["dtype"] = "float32"
+    cfg: GRPOConfig = config_from_mapping(GRPOConfig, data, args.recipe)
+    return GRPOTrainer(cfg)
+
+
+def generate_episodes(trainer: Any, args: argparse.Namespace, sync: Any) -> tuple[list[Any], float, int]:
+    """``tasks_per_step × n`` episodes of ``--turns`` generated turns; seeded 30 % wins."""
+    from xtree_gym.agents.generation import HFGenerator
+    from xtree_gym.agents.types import Episode, GenRequest, Turn
+
+    cfg = trainer.cfg
+    rng = random.Random(0)
+    count = cfg.tasks_per_step * cfg.n
+    vocab = min(len(trainer.tokenizer), 4000)
+    gen = HFGenerator(
+        trainer.policy,
+        trainer.tokenizer,
+        temperature=cfg.temperature,
+        max_new_tokens=cfg.max_new_tokens,
+        seed=0,
+        batch_size=count,
+    )
+    episodes = []
+    for i in range(count):
+        won = rng.random() < 0.3
+        episodes.append(
+            Episode(str(i), "smoke", "smoke", "", 0, i // cfg.n, i % cfg.n, success=won, reward=float(won))
+        )
+    seconds, tokens = 0.0, 0
+    trainer.model.eval()
+    for turn in range(args.turns):
+        reqs = [
+            GenRequest(
+                [rng.randrange(3, vocab) for _ in range(args.prompt_tokens)],
+                key=(i // cfg.n, i % cfg.n, turn),
+            )
+            for i in range(count)
+        ]
+        sync()
+        t = time.perf_counter()
+        outs = gen.generate(reqs)
+        sync()
+        seconds += time.perf_counter() - t
+        tokens += sum(len(o.completion_ids) for o in outs)
+        for ep, r, o in zip(episodes, reqs, outs):
+            ep.turns.append(Turn(r.prompt_ids, o.completion_ids or [0], o.logprobs or [0.0], o.text, "a", ""))
+    trainer.model.train()
+    return episodes, seconds, tokens
+
+
+def main() -> int:
+    args = parse_args()
+    import torch
+
+    cuda = torch.cuda.is_available()
+    if not cuda and not args.allow_cpu:
+        print("gpu_smoke: no CUDA device visible", file=sys.stderr)
+        return 2
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        trainer = make_trainer(args, tmp, cuda)
+        t_build = time.perf_counter() - t0
+        episodes, gen_s, gen_tokens = generate_episodes(trainer, args, sync)
+        if cuda:
+            torch.cuda.reset_peak_memory_stats()
+        sync()
+        t = time.perf_counter()
+        stats = trainer.learn(episodes)
+        sync()
+        upd_s = time.perf_counter() - t
+        out = {
+            "recipe": args.recipe,
+            "shape": args.shape,
+            "device": torch.cuda.get_device_name(0) if cuda else "cpu",
+            "episodes": len(episodes),
+            "turns": args.turns,
+            "prompt_tokens": args.prompt_tokens,
+            "build_seconds": round(t_build, 1),
+            "generation_seconds": round(gen_s, 1),
+            "generated_tokens": gen_tokens,
+            "generation_tokens_per_s": round(gen_tokens / gen_s, 1),
+            "update_seconds": round(upd_s, 1),
+            "trained_tokens": int(stats["tokens"]),
+            "read_tokens": int(stats["row_tokens"]),
+            "micro_batches": int(stats["micro_batches"]),
+            "update_read_tokens_per_s": round(stats["row_tokens"] / upd_s, 1),
+            "peak_update_memory_gib": round(torch.cuda.max_memory_allocated() / 2**30, 1) if cuda else None,
+            "loss": stats["loss"],
+            "grad_norm": stats["grad_norm"],
+        }
+        print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,109 @@
+"""The update on a fixed batch: the reward reaches the loss, placeholders change nothing, checkpoints round-trip."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("accelerate")
+pytest.importorskip("transformers")
+torch = pytest.importorskip("torch")
+
+from xtree_gym.agents import checkpoint as ckpt  # noqa: E402
+from xtree_gym.agents.config import GRPOConfig  # noqa: E402
+from xtree_gym.agents.rows import Row  # noqa: E402
+from xtree_gym.agents.trainer import GRPOTrainer  # noqa: E402
+
+SCRIPT = Path(__file__).parent / "scripts" / "grpo_dist_step.py"
+
+
+def _batch_module():
+    spec = importlib.util.spec_from_file_location("grpo_dist_step", SCRIPT)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def trainer(tmp_path_factory: pytest.TempPathFactory) -> GRPOTrainer:
+    out = tmp_path_factory.mktemp("run")
+    cfg = GRPOConfig(env="scienceworld", output_dir=str(out), progress=False, tensorboard=False, lr=1e-3)
+    return GRPOTrainer(cfg)
+
+
+def _params(tr: GRPOTrainer) -> dict:
+    return {k: v.detach().clone() for k, v in tr.policy.state_dict().items()}
+
+
+def test_equal_rewards_leave_the_first_step_still(trainer: GRPOTrainer) -> None:
+    tr = copy.deepcopy(trainer)
+    eps = _batch_module().batch(tr.tokenizer)
+    for ep in eps:
+        ep.success, ep.reward = False, 0.0  # every group zero-variance: A = 0; KL = 0 at the warm start
+    before = _params(tr)
+    stats = tr.learn(eps)
+    assert stats["grad_norm"] == 0.0
+    assert all(torch.equal(before[k], v) for k, v in _params(tr).items())
+    eps[0].success, eps[0].reward = True, 1.0  # one win: group 0 now has a preference
+    stats = tr.learn(eps)
+    assert stats["grad_norm"] > 0
+    assert any(not torch.equal(before[k], v) for k, v in _params(tr).items())
+
+
+def test_weightless_row_changes_nothing(trainer: GRPOTrainer) -> None:
+    a, b = copy.deepcopy(trainer), copy.deepcopy(trainer)
+    eps = _batch_module().batch(a.tokenizer)
+    rows = a.rows(eps, a.rewards(eps))
+    pad = int(a.tokenizer.pad_token_id)
+    sa = a.update(rows)
+    sb = b.update([*rows, Row([pad] * 5, [False, True, True, True, True], [0.0] * 5, weight=0.0)])
+    assert sa["tokens"] == sb["tokens"] and sa["loss"] == pytest.approx(sb["loss"], abs=1e-7)
+    pa, pb = _params(a), _params(b)
+    assert all(torch.allclose(pa[k], pb[k], atol=1e-7) for k in pa)
+
+
+def test_checkpoint_round_trip(trainer: GRPOTrainer, tmp_path: Path) -> None:
+    tr = copy.deepcopy(trainer)
+    tr.run_dir = tmp_path
+    tr.learn(_batch_module().batch(tr.tokenizer))
+    tr.step = 1
+    path = tr.save()
+    assert path is not None and (path / "model" / "model.safetensors").is_file()
+    assert ckpt.find_checkpoint(tmp_path) == path and ckpt.read_state(path)["step"] == 1
+    fresh = copy.deepcopy(trainer)
+    fresh.load(path)
+    assert fresh.step == 1
+    assert all(torch.equal(v, _params(tr)[k]) for k, v in _params(fresh).items())
+    sa = tr.optimizer.state_dict()["state"]
+    sb = fresh.optimizer.state_dict()["state"]
+    assert sa.keys() == sb.keys()
+    for pid in sa:
+        for key in ("exp_avg", "exp_avg_sq", "step"):
+            assert torch.equal(sa[pid][key], sb[pid][key])
+
+
+def test_push_weights_to_vllm_reaches_the_engine_model(trainer: GRPOTrainer) -> None:
+    # vLLM cannot run here (no GPU): a stand-in with the engine's attribute path records the call
+    from types import SimpleNamespace
+
+    from xtree_gym.agents.trainer import push_weights_to_vllm
+    from xtree_gym.errors import ConfigError
+
+    got: dict = {}
+    target = SimpleNamespace(load_weights=lambda pairs: got.update(pairs))
+    runner = SimpleNamespace(model=target)
+    gen = SimpleNamespace(
+        llm=SimpleNamespace(
+            llm_engine=SimpleNamespace(
+                model_executor=SimpleNamespace(driver_worker=SimpleNamespace(model_runner=runner))
+            )
+        )
+    )
+    push_weights_to_vllm(gen, trainer.policy)
+    assert got.keys() == trainer.policy.state_dict().keys()
+    with pytest.raises(ConfigError, match="in-process vLLM engine"):
+        push_weights_to_vllm(SimpleNamespace(llm=None), trainer.policy)
