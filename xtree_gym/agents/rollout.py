@@ -133,16 +133,15 @@ def _small_info(info: dict[str, Any]) -> dict[str, Any]:
 
 
 def _macro_view(turn: Turn, actions: list[str], steps: list[dict[str, Any]]) -> None:
-    """App. D's next-prompt view of a macro turn (:mod:`xtree_gym.wrappers.macro`): the actions that ran,
-    joined, and the last observation preceded by the error of each earlier refused action."""
-    from ..wrappers.macro import join_actions, with_errors
+    """App. D's next-prompt view of a macro turn (:func:`xtree_gym.wrappers.macro.with_errors`): the last
+    observation preceded by the error of each earlier refused action, so the policy sees it next turn."""
+    from ..wrappers.macro import with_errors
 
     records = [
         {"action": a, "observation": s["obs"], "invalid": _refused(s["info"]), "skipped": False}
         for a, s in zip(actions, steps)
     ]
     turn.observation = with_errors(turn.observation, records)
-    turn.action = join_actions([r["action"] for r in records])
 
 
 def _refused(info: dict[str, Any]) -> bool:
