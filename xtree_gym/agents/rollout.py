@@ -132,6 +132,18 @@ def _small_info(info: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _macro_view(turn: Turn, actions: list[str], steps: list[dict[str, Any]]) -> None:
+    """App. D's next-prompt view of a macro turn (:func:`xtree_gym.wrappers.macro.with_errors`): the last
+    observation preceded by the error of each earlier refused action, so the policy sees it next turn."""
+    from ..wrappers.macro import with_errors
+
+    records = [
+        {"action": a, "observation": s["obs"], "invalid": _refused(s["info"]), "skipped": False}
+        for a, s in zip(actions, steps)
+    ]
+    turn.observation = with_errors(turn.observation, records)
+
+
 def _refused(info: dict[str, Any]) -> bool:
     """Whether the env flagged the action it ran as invalid (the convention of every XTree-* env)."""
     return bool(info.get("invalid_action") or (info.get("xtree") or {}).get("invalid"))
@@ -350,6 +362,7 @@ class _Run:
                 {"action": a, "token": (s["info"].get("xtree") or {}).get("token"), "observation": s["obs"]}
                 for a, s in zip(actions, steps)
             ]
+            _macro_view(turn, actions, steps)
         live.episode.turns.append(turn)
         live.steps += len(steps)
         live.last_info = info

@@ -5,6 +5,7 @@
 * :mod:`xtree_gym.wrappers.mdl` -- ReuseRL's segmentation-cost penalty: :class:`SegCost`.
 * :mod:`xtree_gym.wrappers.discrete` -- ``verb<role>`` tokens on any discrete-action env:
   :class:`DiscreteTokens`, :func:`xtree_discrete` (tokens + :class:`XTreeBonus`).
+* :mod:`xtree_gym.wrappers.macro` -- the node-level test-time protocol (App. D): :class:`MacroAction`.
 
 Imports are lazy so ``import xtree_gym.wrappers`` does not need gymnasium.
 """
@@ -19,6 +20,7 @@ _LAZY = {
     "SegCost": "xtree_gym.wrappers.mdl",
     "DiscreteTokens": "xtree_gym.wrappers.discrete",
     "xtree_discrete": "xtree_gym.wrappers.discrete",
+    "MacroAction": "xtree_gym.wrappers.macro",
 }
 
 __all__ = sorted(_LAZY)
