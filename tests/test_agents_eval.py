@@ -287,3 +287,53 @@ def test_one_smollm2_episode(webshop_data_dir, tmp_path):
     (row,) = _rows(tmp_path / "episodes.jsonl")
     assert r["episodes"] == 1 and len(row["steps"]) == 2
     assert all(s["completion_ids"] and s["response"] for s in row["steps"])
+
+
+# -- `xtree eval --harness node`: every turn runs through the MacroAction wrapper (App. D) -----------
+REFUSED = ["op(+, 999, 998)", "op(*, 997, 2)", "op(-, 996, 1)", "op(+, 995, 3)"]
+
+
+def _node_eval(tmp_path, name, workers):
+    from xtree_gym.agents.harness import get_harness
+
+    macro = get_harness("node").format_actions(REFUSED, "numbers that are not there")
+    responses = tmp_path / "responses.json"
+    responses.write_text(json.dumps(["no tags at all", macro, macro]))  # cycled: 1 + 4 + 4 budget a cycle
+    out = tmp_path / name
+    argv = [
+        "eval", "XTree-Countdown-v0", "--harness", "node", "--backend", "scripted",
+        "--responses", str(responses), "--tasks", "1", "--workers", str(workers), "-o", str(out),
+    ]  # fmt: skip
+    assert main(argv) == 0
+    (row,) = _rows(out / "episodes.jsonl")
+    return row
+
+
+def test_eval_node_harness_goes_through_the_macro_wrapper(tmp_path, monkeypatch, capsys):
+    from xtree_gym.wrappers.macro import MacroAction
+
+    calls: list[tuple[int, int]] = []  # (actions asked, budget left after) per wrapper step
+    real_step = MacroAction.step
+
+    def spy(self, action):
+        answer = real_step(self, action)
+        calls.append((len(action), self.budget_left))
+        return answer
+
+    monkeypatch.setattr(MacroAction, "step", spy)
+    row = _node_eval(tmp_path, "local", workers=0)
+    steps = row["steps"]
+    # 3 cycles of (junk, 4, 4) spend 27 of the 30, then junk (28) and a turn cut after 2 actions (30)
+    assert len(steps) == 11 and row["truncated"] and not row["success"]
+    assert [s.get("parse_error") is not None for s in steps] == [True, False, False] * 3 + [True, False]
+    assert [n for n, _ in calls] == [4] * 7 and [left for _, left in calls][-1] == 0
+    assert [left for _, left in calls][:2] == [25, 21]  # the junk turn before was charged to the wrapper
+    prims = [len(s.get("info", {}).get("primitives", [])) for s in steps]
+    assert sum(prims) == 26 and prims[-1] == 2  # 30 budget = 26 env actions + 4 junk turns
+    first = steps[1]["observation"].splitlines()
+    assert first[0].startswith("Action 'op(+, 999, 998)' failed: 999 is not in the pool")
+    assert len([ln for ln in first if ln.startswith("Action ")]) == 3  # the 4th's error is the observation
+    assert steps[1]["action"] == "; ".join(REFUSED) and steps[1]["invalid"]
+    # the same protocol inside an env worker process: the same episode
+    monkeypatch.undo()
+    assert _node_eval(tmp_path, "worker", workers=1)["steps"] == steps

@@ -86,6 +86,24 @@ def test_table7_defaults():
     )
 
 
+def test_help_shows_the_docs_of_inherited_fields(capsys):
+    """``xtree train offline --help``: fields from GRPOConfig keep their text; overridden ones show OfflineConfig's."""
+    import dataclasses as dc
+
+    from xtree_gym.agents.config import GRPOConfig, field_docs
+    from xtree_gym.cli import main
+
+    docs = field_docs(OfflineConfig)
+    assert {f.name for f in dc.fields(OfflineConfig)} == set(docs)  # every flag has help text
+    assert docs["micro_batch_tokens"] == field_docs(GRPOConfig)["micro_batch_tokens"]  # inherited only
+    assert docs["lr"] == "AdamW learning rate (Table 7: 5e-7)." != field_docs(GRPOConfig)["lr"]  # overridden
+    with pytest.raises(SystemExit):
+        main(["train", "offline", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--micro-batch-tokens MICRO_BATCH_TOKENS Token budget of one micro-batch" in text
+    assert "--lr LR AdamW learning rate (Table 7: 5e-7)." in text
+
+
 def test_curriculum_goes_depth_by_depth(sw, tmp_path):
     insts = build_instances(_cfg(sw, tmp_path))
     counts = instance_summary(insts)["depths"]

@@ -334,7 +334,24 @@ def _kv(text: str) -> tuple[str, Any]:
 
 
 def field_docs(cls: type[Any]) -> dict[str, str]:
-    """The docstring under each field of a dataclass (read from its source), for ``--help``."""
+    """The docstring under each field of a dataclass and of its bases (read from their source), for ``--help``.
+
+    The classes of ``__mro__`` are read base first, so a subclass's own docstring of a field wins
+    and a field it only inherits (or re-declares without one) keeps its base's.
+
+    Example:
+        >>> field_docs(GRPOConfig)["tasks_per_step"]
+        'Tasks (groups) sampled per optimizer step, over all ranks together.'
+    """
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if klass is not object:
+            docs.update(_own_field_docs(klass))
+    return docs
+
+
+def _own_field_docs(cls: type[Any]) -> dict[str, str]:
+    """The field docstrings written in ``cls``'s own class body ({} when its source cannot be read)."""
     import ast
     import inspect
 

@@ -1,7 +1,9 @@
 """Where a rollout's envs live: in this process, or one subprocess per env copy, behind one handle.
 
 An :class:`EnvHolder` owns one env and answers two calls with JSON-safe dicts: ``reset`` and
-``step``. After each it also reads what the next turn needs -- the harness's ``env_view``, the
+``step``. A step is one turn, run through :class:`~xtree_gym.wrappers.macro.MacroAction` (the
+node-level protocol of App. D; a one-action turn is its plain case), so the wrapper runs wherever
+the env does -- in a worker too. After each call the holder also reads what the next turn needs -- the harness's ``env_view``, the
 valid actions (only when the harness lists them) and the oracle's next action (only for the
 oracle backend) -- so a turn costs one round trip to a worker.
 
@@ -30,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import ConfigError, EnvConfigError, XTreeError
+from ..wrappers.macro import BUDGET, MacroAction
 
 
 class EnvFault(Exception):
@@ -97,6 +100,8 @@ class EnvHolder:
         self.harness = harness
         self.oracle = oracle
         self.env: Any = None
+        self.macro: MacroAction | None = None
+        """The env inside the node-level protocol's wrapper; every turn steps through it."""
 
     def _extras(self) -> dict[str, Any]:
         view, valid = self.harness.look(self.env)
@@ -109,7 +114,8 @@ class EnvHolder:
             out["oracle"] = None if action is None else str(action)
         return out
 
-    def reset(self, seed: int, options: Mapping[str, Any]) -> dict[str, Any]:
+    def reset(self, seed: int, options: Mapping[str, Any], budget: int = BUDGET) -> dict[str, Any]:
+        """Reset the env for an episode of at most ``budget`` env actions (the rollout's step cap)."""
         if self.env is None:
             try:
                 self.env = make_env(self.env_id, self.kwargs)
@@ -120,31 +126,30 @@ class EnvHolder:
             from .oracle import oracle_reset_options
 
             opts = {**oracle_reset_options(self.env), **opts}
-        obs, info = self.env.reset(seed=int(seed), options=opts)
+        self.macro = MacroAction(self.env, budget=int(budget))
+        obs, info = self.macro.reset(seed=int(seed), options=opts)
+        info.pop("macro", None)
         from .harness.base import goal_of
 
         return {"obs": str(obs), "info": jsonable(info), "goal": goal_of(info, self.env), **self._extras()}
 
     def step(self, actions: Sequence[str], budget: int) -> dict[str, Any]:
-        """Run ``actions`` in order (at most ``budget``), stopping when the episode ends."""
-        steps = []
-        done = False
-        for action in list(actions)[: max(1, budget)]:
-            obs, reward, terminated, truncated, info = self.env.step(action)
-            steps.append(
-                {
-                    "obs": str(obs),
-                    "reward": float(reward),
-                    "terminated": bool(terminated),
-                    "truncated": bool(truncated),
-                    "info": jsonable(info),
-                }
-            )
-            done = bool(terminated or truncated)
-            if done:
-                break
-        out: dict[str, Any] = {"steps": steps}
-        if not done and len(steps) < budget:  # at the step cap the rollout ends it: nothing more to read
+        """One turn through :class:`~xtree_gym.wrappers.macro.MacroAction` (App. D's protocol).
+
+        ``budget`` is what the rollout has left of the episode's cap; turns it answered without the
+        env (unparseable responses) are charged to the wrapper first, so both count the same.
+        """
+        assert self.macro is not None, "step before reset"
+        self.macro.spend(self.macro.budget_left - int(budget))
+        obs, reward, terminated, truncated, info = self.macro.step(list(actions))
+        out: dict[str, Any] = {
+            "obs": str(obs),
+            "reward": float(reward),
+            "terminated": bool(terminated),
+            "truncated": bool(truncated),
+            "info": jsonable(info),
+        }
+        if not (terminated or truncated):  # at the end (or the budget's) nothing more to read
             out.update(self._extras())
         return out
 
@@ -152,12 +157,13 @@ class EnvHolder:
         if self.env is not None:
             self.env.close()
             self.env = None
+            self.macro = None
 
     def handle(self, msg: Mapping[str, Any]) -> dict[str, Any]:
         """Answer one message (``{"cmd": "reset"|"step"|"close", ...}``) of the pipe protocol."""
         cmd = msg.get("cmd")
         if cmd == "reset":
-            return self.reset(msg["seed"], msg.get("options") or {})
+            return self.reset(msg["seed"], msg.get("options") or {}, int(msg.get("budget", BUDGET)))
         if cmd == "step":
             return self.step(msg["actions"], int(msg.get("budget", 1)))
         if cmd == "close":

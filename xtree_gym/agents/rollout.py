@@ -4,7 +4,8 @@ One turn of every live episode (read top to bottom in :func:`rollout`)::
 
     HarnessState --harness.render--> messages --chat template--> GenRequest(prompt_ids)
     all requests of the turn --generator.generate (one batched call)--> Generation per episode
-    Generation.text --harness.parse--> action --env.step (all envs at once when in workers)--> Turn
+    Generation.text --harness.parse--> actions --MacroAction.step (in the env's process; all envs
+    at once when in workers)--> Turn
 
 Decisions worth knowing:
 
@@ -20,7 +21,10 @@ Decisions worth knowing:
   junk, which costs a step and changes nothing). A harness with ``max_parse_retries`` is re-asked
   first (BrowserGym's retries); the failed texts are kept in ``Turn.info["retries"]``.
 * **Step cap.** ``max_steps`` if given, else ``harness.step_limit`` env steps (invalid turns count
-  one each); reaching it truncates the episode.
+  one each); reaching it truncates the episode. It is the budget of the
+  :class:`~xtree_gym.wrappers.macro.MacroAction` every turn runs through (App. D's node-level
+  protocol: a ``node`` turn's actions run in order, a refused one's error leads the next
+  observation, a turn is cut where the budget ends; a one-action turn is one plain env step).
 * **Faults.** An env that raises, dies or overruns ``step_timeout`` (or the episode's
   ``episode_timeout``) ends that episode as truncated with ``Episode.fault`` saying why; its env
   is discarded and the rest of the group goes on. Workers are killed on overrun; in-process envs
@@ -132,23 +136,6 @@ def _small_info(info: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _macro_view(turn: Turn, actions: list[str], steps: list[dict[str, Any]]) -> None:
-    """App. D's next-prompt view of a macro turn (:func:`xtree_gym.wrappers.macro.with_errors`): the last
-    observation preceded by the error of each earlier refused action, so the policy sees it next turn."""
-    from ..wrappers.macro import with_errors
-
-    records = [
-        {"action": a, "observation": s["obs"], "invalid": _refused(s["info"]), "skipped": False}
-        for a, s in zip(actions, steps)
-    ]
-    turn.observation = with_errors(turn.observation, records)
-
-
-def _refused(info: dict[str, Any]) -> bool:
-    """Whether the env flagged the action it ran as invalid (the convention of every XTree-* env)."""
-    return bool(info.get("invalid_action") or (info.get("xtree") or {}).get("invalid"))
-
-
 def _outcome(ep: Episode, live: _Live) -> None:
     """Success, score and reward of a finished episode, as its benchmark counts them."""
     info = live.last_info
@@ -237,7 +224,8 @@ class _Run:
             ep.meta.update(harness=self.harness.name, backend=self.generator.name, key=tkey)
             state = HarnessState(goal="", observation="")
             live = _Live(ep, handle, key, state, time.monotonic())
-            reset = {"cmd": "reset", "seed": task.seed, "options": dict(task.reset_options)}
+            opts = dict(task.reset_options)
+            reset = {"cmd": "reset", "seed": task.seed, "options": opts, "budget": self.cap}
             try:
                 handle.send(reset, self._timeout(live, self.reset_timeout))
             except EnvFault as exc:
@@ -347,24 +335,23 @@ class _Run:
             self._finish(live, truncated=True)
 
     def _record(self, live: _Live, turn: Turn, actions: list[str], answer: dict[str, Any]) -> None:
-        steps = answer["steps"]
-        last = steps[-1]
-        info = last["info"]
+        """The turn as :class:`~xtree_gym.wrappers.macro.MacroAction` answered it (see :meth:`EnvHolder.step`)."""
+        info = dict(answer["info"])
+        macro = info.pop("macro")
+        done = [r for r in macro["actions"] if not r["skipped"]]
         xtree = info.get("xtree") or {}
-        turn.observation = last["obs"]
-        turn.reward = float(sum(s["reward"] for s in steps))
-        turn.invalid = any(_refused(s["info"]) for s in steps)
+        turn.observation = answer["obs"]  # the last observation, after the refused actions' errors
+        turn.reward = float(answer["reward"])
+        turn.invalid = macro["invalid"] > 0
         turn.token, turn.slots = xtree.get("token"), xtree.get("slots")
         turn.info.update(_small_info(info))
         if len(actions) > 1:  # a macro turn (node harness): one record per primitive rides along
             turn.token, turn.slots = None, None
             turn.info["primitives"] = [
-                {"action": a, "token": (s["info"].get("xtree") or {}).get("token"), "observation": s["obs"]}
-                for a, s in zip(actions, steps)
+                {"action": r["action"], "token": r["token"], "observation": r["observation"]} for r in done
             ]
-            _macro_view(turn, actions, steps)
         live.episode.turns.append(turn)
-        live.steps += len(steps)
+        live.steps += macro["executed"]
         live.last_info = info
         if "score" in info and isinstance(info["score"], (int, float)):
             live.scores.append(float(info["score"]))
@@ -374,10 +361,8 @@ class _Run:
             view=answer.get("view"), valid_actions=answer.get("valid"),
         )  # fmt: skip
         live.oracle = answer.get("oracle")
-        if last["terminated"] or last["truncated"]:
-            self._finish(live, terminated=last["terminated"], truncated=last["truncated"])
-        elif live.steps >= self.cap:
-            self._finish(live, truncated=True)
+        if answer["terminated"] or answer["truncated"]:  # the env ended it, or the budget ran out
+            self._finish(live, terminated=answer["terminated"], truncated=answer["truncated"])
 
     # -- endings -------------------------------------------------------------------------------------
     def _fault(self, live: _Live, reason: str, turn: Turn | None = None) -> None:

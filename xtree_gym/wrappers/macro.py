@@ -133,6 +133,26 @@ class MacroAction(gym.Wrapper[Any, Any, Any, Any]):
     def budget_left(self) -> int:
         return self.budget - self.used
 
+    def spend(self, n: int = 1) -> None:
+        """Count ``n`` turns that reached no env against the budget (an empty or unparseable response).
+
+        The protocol charges such a turn one unit, so a silent policy still ends; a caller that
+        answers those turns itself (the rollout, which never steps an env with junk) reports them here.
+
+        Example:
+            >>> from xtree_gym.envs.countdown import CountdownEnv
+            >>> env = MacroAction(CountdownEnv(), budget=3)
+            >>> _ = env.reset(options={"numbers": [1, 2], "target": 3})
+            >>> env.spend(2); env.budget_left
+            1
+        """
+        if n < 0 or self.used + n > self.budget:
+            raise EnvConfigError(
+                f"spend({n}) with {self.budget_left} of {self.budget} env actions left",
+                fix="charge only turns of this episode, at most the budget left",
+            )
+        self.used += n
+
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
@@ -188,7 +208,7 @@ class MacroAction(gym.Wrapper[Any, Any, Any, Any]):
 
     def _empty_turn(self) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         """A turn with no action: no env step, one unit of budget (so a silent policy still ends)."""
-        self.used += 1
+        self.spend(1)
         info: dict[str, Any] = {"invalid_action": True}
         info["macro"] = {
             "actions": [],
