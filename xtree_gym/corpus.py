@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ._io import atomic_open, open_text
+from .arrow_io import arrow_table, is_parquet, iter_parquet_records, table_records, write_parquet
 from .errors import CorpusError
 
 _STEP_KEYS = ("action", "observation", "thought", "token", "slots")
@@ -202,6 +203,9 @@ def iter_corpus(
     if not p.is_file():
         raise CorpusError(f"corpus file {str(p)!r} does not exist", fix="check the path")
     try:
+        if is_parquet(p):
+            yield from _iter_records(iter_parquet_records(p), str(p), "row", skip_bad, skipped)
+            return
         yield from _iter_lines(p, skip_bad, skipped)
     except (UnicodeDecodeError, EOFError, OSError) as exc:  # binary file, fake or truncated .gz
         reason = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else f"{type(exc).__name__}: {exc}"
@@ -233,10 +237,29 @@ def _iter_lines(p: Path, skip_bad: bool, skipped: list[BadLine] | None) -> Itera
                 ) from None
 
 
+def _iter_records(
+    records: Iterable[Any], source: str, unit: str, skip_bad: bool, skipped: list[BadLine] | None
+) -> Iterator[Trajectory]:
+    """Trajectories from already-parsed records (Parquet rows); a bad one names ``source row N``."""
+    for n, obj in enumerate(records, start=1):
+        try:
+            yield trajectory_from_dict(obj)
+        except _RecordProblem as exc:
+            if skip_bad:
+                if skipped is not None:
+                    skipped.append(BadLine(source, n, f"{unit} {n}: {exc}"))
+                continue
+            raise CorpusError(
+                str(exc), where=f"{source} {unit} {n}", fix="repair the row, or pass --skip-bad to skip it"
+            ) from None
+
+
 def read_corpus(
     paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], *, skip_bad: bool = False
 ) -> Corpus:
-    """Read one or more JSONL corpus files (``.jsonl`` or ``.jsonl.gz``).
+    """Read one or more corpus files (``.jsonl``, ``.jsonl.gz`` or ``.parquet``).
+
+    A ``.parquet`` file (see :mod:`xtree_gym.arrow_io`) is read by the same function.
 
     Example:
         >>> import tempfile, pathlib
@@ -256,7 +279,9 @@ def read_corpus(
 
 
 def write_corpus(path: str | os.PathLike[str], trajectories: Iterable[Trajectory | Mapping[str, Any]]) -> int:
-    """Write trajectories as JSONL(.gz) atomically; returns how many were written."""
+    """Write trajectories as JSONL(.gz), or Parquet for a ``.parquet`` path, atomically; returns how many."""
+    if is_parquet(path):
+        return write_parquet(path, (t.to_dict() if isinstance(t, Trajectory) else t for t in trajectories))
     n = 0
     with atomic_open(path) as fh:
         for t in trajectories:
@@ -271,8 +296,12 @@ def from_hf_dataset(dataset: Iterable[Mapping[str, Any]]) -> Corpus:
     """Turn a Hugging Face ``datasets.Dataset`` (or any iterable of row dicts) into a corpus.
 
     The rows carry the same columns as the JSONL format. A bad row raises :class:`CorpusError`
-    naming its index.
+    naming its index. A ``datasets.Dataset`` (or a ``pyarrow.Table``) is read column by column
+    from its Arrow table, not row dict by row dict.
     """
+    table = arrow_table(dataset)
+    if table is not None:
+        dataset = table_records(table, "dataset")
     trajs = []
     for i, row in enumerate(dataset):
         try:

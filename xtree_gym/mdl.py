@@ -269,7 +269,7 @@ class SkillDictionary:
 
 def _pair_counts(segs: Sequence[list[Phrase]], max_len: int) -> dict[tuple[Phrase, Phrase], int]:
     """Adjacent phrase pairs in the current segmentations whose concatenation fits in ``max_len``."""
-    from .mining import pair_counts  # non-overlapping adjacent counts, shared with the X-Tree miner
+    from .mining_reference import pair_counts  # non-overlapping adjacent counts, shared with the X-Tree miner
 
     counts: dict[tuple[Phrase, Phrase], int] = {}  # (left phrase, right phrase) -> count
     for s in segs:

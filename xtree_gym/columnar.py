@@ -1,0 +1,379 @@
+"""The columnar corpus path: file -> Arrow columns -> :class:`EncodedCorpus`, no per-step Python objects.
+
+``xtree mine``, ``xtree tile`` and :func:`xtree_gym.mine` read corpora through :func:`load_corpus`.
+When every step carries a ``token``, the file is parsed by Arrow's JSON reader (JSONL, JSONL.gz)
+or read as Parquet, with an explicit schema that types every field the line validator checks;
+the miner then needs only ``id``, ``success``, ``task``, ``env``, ``steps[].token`` and, for the
+nodes' examples, ``steps[].action``. Whenever that path cannot take the input as is -- a parse
+or type error, a missing field, a ``null`` where the validator wants a string, steps without a
+token, two trajectories with the same id -- :func:`load_corpus` hands the files to
+:func:`xtree_gym.corpus.read_corpus` instead, whose line-by-line validator names the bad line
+(``file:line``), counts it under ``skip_bad``, and applies the canonicalizer to tokenless steps.
+Both paths give byte-identical trees.
+
+Order: trajectories are sorted by id (byte order of UTF-8 = code point order, as Python sorts
+strings); equal ids never reach this path, so content only breaks ties on the object path.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .arrow_io import arrow_table, is_parquet, open_parquet, pyarrow
+from .corpus import Corpus, Step, Trajectory, read_corpus
+from .errors import CorpusError
+from .mining_base import EncodedCorpus
+
+CHUNK_BYTES = 64 << 20
+"""Bytes of JSONL handed to Arrow at a time (cut at a line end), so memory stays bounded."""
+# A required or string-typed key given as JSON null: Arrow reads it like a missing key, the line
+# validator rejects it, so such a chunk goes to the validator. False alarms only cost speed.
+_NULL_KEY = re.compile(rb'(?<!\\)"(?:id|success|steps|env|task|goal|action)"\s*:\s*null')
+
+
+class FastPathUnavailable(Exception):
+    """Internal: the columnar path cannot take this input as is; the reason says why."""
+
+
+@dataclass
+class ColumnarCorpus:
+    """A corpus as Arrow columns, sorted by id: what mining and tiling need, nothing per step.
+
+    ``tokens`` and ``actions`` are ``list<string>`` arrays (one list per trajectory). Indexing gives a
+    light :class:`Trajectory` (id, success, env, task, steps with action and token) for one row.
+    """
+
+    ids: Any
+    """``string`` array of trajectory ids, sorted."""
+    success: np.ndarray
+    """(n,) bool."""
+    task: Any
+    """``string`` array of task types (``""`` where absent)."""
+    env: Any
+    """``string`` array of environment names (``""`` where absent)."""
+    tokens: Any
+    """``list<string>`` array: each trajectory's step tokens."""
+    actions: Any
+    """``list<string>`` array: each trajectory's raw actions (for the nodes' examples)."""
+    skipped: tuple[()] = ()
+    """Always empty: a file with bad lines is read by the validator instead."""
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __getitem__(self, i: int) -> Trajectory:
+        steps = [Step(a, token=t) for a, t in zip(self.actions[i].as_py(), self.tokens[i].as_py())]
+        return Trajectory(
+            self.ids[i].as_py(),
+            steps,
+            bool(self.success[i]),
+            env=self.env[i].as_py(),
+            task=self.task[i].as_py(),
+        )
+
+    def __iter__(self) -> Iterator[Trajectory]:
+        return (self[i] for i in range(len(self)))
+
+    def env_names(self) -> list[str]:
+        """Sorted distinct environment names (what the tree file records)."""
+        pa = pyarrow()
+        return sorted(pa.compute.unique(self.env).to_pylist())
+
+    def token_lists(self) -> list[list[str]]:
+        """Each trajectory's tokens as a Python list (for tiling)."""
+        return self.tokens.to_pylist()
+
+    def encode(self) -> EncodedCorpus:
+        """The :class:`EncodedCorpus` of these rows, in their order, built with Arrow and numpy."""
+        pa = pyarrow()
+        offsets = np.asarray(self.tokens.offsets, dtype=np.int64)
+        flat_tokens = self.tokens.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
+        flat, vocab = _sorted_codes(pa, flat_tokens)
+        task, task_names = _sorted_codes(pa, self.task)
+        return EncodedCorpus(
+            flat=flat,
+            offsets=offsets - offsets[0],
+            success=np.asarray(self.success, dtype=bool),
+            task=task,
+            vocab=vocab,
+            task_names=task_names,
+        )
+
+
+def _sorted_codes(pa: Any, strings: Any) -> tuple[np.ndarray, list[str]]:
+    """Codes of ``strings`` into their sorted distinct values, as int32.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> codes, names = _sorted_codes(pa, pa.array(["b", "a", "b"]))
+        >>> codes.tolist(), names
+        ([1, 0, 1], ['a', 'b'])
+    """
+    enc = pa.compute.dictionary_encode(strings)
+    enc = enc.combine_chunks() if isinstance(enc, pa.ChunkedArray) else enc
+    names = enc.dictionary.to_pylist()
+    order = sorted(range(len(names)), key=names.__getitem__)
+    rank = np.empty(len(names), dtype=np.int32)
+    rank[order] = np.arange(len(names), dtype=np.int32)
+    codes = rank[np.asarray(enc.indices, dtype=np.int64)] if len(names) else np.zeros(len(enc), np.int32)
+    return codes.astype(np.int32, copy=False), [names[i] for i in order]
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+def _json_schema(pa: Any) -> Any:
+    """Every field the line validator types, so Arrow rejects what it would (then it names the line)."""
+    step = pa.struct(
+        [
+            ("action", pa.string()),
+            ("token", pa.string()),
+            ("observation", pa.string()),
+            ("thought", pa.string()),
+            ("slots", pa.struct([])),  # any object; its keys are ignored
+        ]
+    )
+    return pa.schema(
+        [
+            ("id", pa.string()),
+            ("success", pa.bool_()),
+            ("env", pa.string()),
+            ("task", pa.string()),
+            ("goal", pa.string()),
+            ("reward", pa.float64()),
+            ("steps", pa.list_(step)),
+        ]
+    )
+
+
+def _chunks(path: Path) -> Iterator[bytes]:
+    """The file's bytes in pieces of about ``CHUNK_BYTES``, each cut after a newline."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as fh:
+        rest = b""
+        while True:
+            block = fh.read(CHUNK_BYTES)
+            if not block:
+                break
+            block = rest + block
+            cut = block.rfind(b"\n") + 1
+            if cut == 0:
+                rest = block
+                continue
+            rest = block[cut:]
+            yield block[:cut]
+        if rest:
+            yield rest
+
+
+def _n_records(block: bytes) -> int:
+    """Non-blank lines in ``block`` (each must hold exactly one record)."""
+    n = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
+    if b"\n\n" in block or b"\n " in block or b"\r" in block or b"\t" in block or block[:1].isspace():
+        n = sum(1 for line in block.split(b"\n") if line.strip())
+    return n
+
+
+def _parse_block(pa: Any, block: bytes) -> Any:
+    """One JSONL block -> an Arrow table of the mining columns, or :class:`FastPathUnavailable`."""
+    if b"null" in block and _NULL_KEY.search(block):
+        raise FastPathUnavailable("a required or string field is null")
+    opts = pa.json.ParseOptions(explicit_schema=_json_schema(pa), unexpected_field_behavior="ignore")
+    size = 1 << 20
+    while True:
+        try:
+            table = pa.json.read_json(
+                io.BytesIO(block), read_options=pa.json.ReadOptions(block_size=size), parse_options=opts
+            )
+            break
+        except pa.ArrowInvalid as exc:
+            if "straddl" in str(exc) and size < len(block):  # a line longer than the block size
+                size = len(block) + 1
+                continue
+            raise FastPathUnavailable(str(exc)) from None
+        except (UnicodeDecodeError, ValueError, OSError) as exc:
+            raise FastPathUnavailable(str(exc)) from None
+    if table.num_rows != _n_records(block):
+        raise FastPathUnavailable("a line holds more or less than one record")
+    return _mining_columns(pa, table)
+
+
+def _list_field(pa: Any, steps: Any, name: str) -> Any:
+    """``steps[].name`` as a ``list<string>`` array sharing the steps' offsets."""
+    return pa.ListArray.from_arrays(steps.offsets, steps.values.field(name))
+
+
+def _mining_columns(pa: Any, table: Any) -> Any:
+    """Check what the validator would and keep the mining columns (``FastPathUnavailable`` if not)."""
+    pc = pa.compute
+    table = table.combine_chunks()
+    names = set(table.column_names)
+    for col in ("id", "success", "steps"):
+        if col not in names or table.column(col).null_count:
+            raise FastPathUnavailable(f"missing {col!r}")
+    ids = table.column("id").chunk(0) if table.num_rows else pa.array([], pa.string())
+    if pa.types.is_integer(ids.type):
+        ids = pc.cast(ids, pa.string())  # the validator accepts integer ids and str()s them
+    if not pa.types.is_string(ids.type) and not pa.types.is_large_string(ids.type):
+        raise FastPathUnavailable("id is not a string")
+    if not pa.types.is_boolean(table.column("success").type):
+        raise FastPathUnavailable("success is not a boolean")
+    steps = table.column("steps").chunk(0) if table.num_rows else None
+    if steps is None:
+        return None
+    if not pa.types.is_list(steps.type) or not pa.types.is_struct(steps.type.value_type):
+        raise FastPathUnavailable("steps is not a list of objects")
+    fields = {steps.type.value_type.field(i).name for i in range(steps.type.value_type.num_fields)}
+    if "action" not in fields or "token" not in fields:
+        raise FastPathUnavailable("steps carry no token")
+    if steps.values.null_count or steps.values.field("action").null_count:
+        raise FastPathUnavailable("a step or its action is missing")
+    if steps.values.field("token").null_count:
+        raise FastPathUnavailable("steps without a token need the canonicalizer")
+    if "reward" in names and table.column("reward").null_count < table.num_rows:
+        rw = table.column("reward")
+        if pa.types.is_floating(rw.type) and not pc.all(pc.is_finite(rw)).as_py():
+            raise FastPathUnavailable("a reward is not finite")
+    out = {
+        "id": ids,
+        "success": table.column("success").chunk(0),
+        "env": _strings(pa, table, "env"),
+        "task": _strings(pa, table, "task"),
+        "tokens": _list_field(pa, steps, "token"),
+        "actions": _list_field(pa, steps, "action"),
+    }
+    return pa.table(out)
+
+
+def _strings(pa: Any, table: Any, name: str) -> Any:
+    if name not in table.column_names:
+        return pa.array([""] * table.num_rows, pa.string())
+    col = table.column(name).combine_chunks()
+    if not pa.types.is_string(col.type):
+        raise FastPathUnavailable(f"{name} is not a string")
+    return pa.compute.fill_null(col, "")
+
+
+def _read_parquet(pa: Any, path: Path) -> Any:
+    pf = open_parquet(path)
+    names = set(pf.schema_arrow.names)
+    cols = [c for c in ("id", "success", "env", "task", "goal", "reward") if c in names]
+    try:
+        table = pf.read(columns=[*cols, "steps.list.element.action", "steps.list.element.token"])
+    except (pa.ArrowInvalid, KeyError, IndexError) as exc:
+        raise FastPathUnavailable(f"Parquet columns: {exc}") from None
+    return _mining_columns(pa, table)
+
+
+def _read_file(pa: Any, path: Path) -> list[Any]:
+    if not path.is_file():
+        raise FastPathUnavailable("no such file")  # the validator says so with its own message
+    if is_parquet(path):
+        t = _read_parquet(pa, path)
+        return [] if t is None else [t]
+    tables = []
+    for block in _chunks(path):
+        t = _parse_block(pa, block)
+        if t is not None:
+            tables.append(t)
+    return tables
+
+
+def from_arrow(table: Any) -> ColumnarCorpus:
+    """A :class:`ColumnarCorpus` from an Arrow table (or ``datasets.Dataset``) with the corpus columns.
+
+    Raises :class:`FastPathUnavailable` when the columns do not pass (then use the row path).
+    """
+    pa = pyarrow()
+    t = arrow_table(table)
+    if t is None:
+        raise FastPathUnavailable("no Arrow table")
+    part = _mining_columns(pa, t)
+    return _assemble(pa, [] if part is None else [part])
+
+
+def _assemble(pa: Any, tables: list[Any]) -> ColumnarCorpus:
+    """Concatenate per-chunk tables, sort by id, refuse duplicate ids."""
+    schema = pa.schema(
+        [
+            ("id", pa.string()),
+            ("success", pa.bool_()),
+            ("env", pa.string()),
+            ("task", pa.string()),
+            ("tokens", pa.list_(pa.string())),
+            ("actions", pa.list_(pa.string())),
+        ]
+    )
+    tables = [t.cast(schema) for t in tables]
+    table = pa.concat_tables(tables).combine_chunks() if tables else schema.empty_table()
+    order = pa.compute.sort_indices(table.column("id"))
+    table = table.take(order).combine_chunks()
+    ids = table.column("id").chunk(0) if table.num_rows else pa.array([], pa.string())
+    if len(ids) > 1 and pa.compute.any(pa.compute.equal(ids.slice(1), ids.slice(0, len(ids) - 1))).as_py():
+        raise FastPathUnavailable("duplicate ids")  # the validator's policy and the content tie-break apply
+
+    def col(name: str) -> Any:
+        c = table.column(name)
+        return c.chunk(0) if c.num_chunks == 1 else c.combine_chunks()
+
+    return ColumnarCorpus(
+        ids=ids,
+        success=np.asarray(col("success"), dtype=bool) if table.num_rows else np.zeros(0, bool),
+        task=col("task"),
+        env=col("env"),
+        tokens=col("tokens"),
+        actions=col("actions"),
+    )
+
+
+def read_columnar(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> ColumnarCorpus:
+    """Read corpus files the columnar way; :class:`FastPathUnavailable` when they need the validator."""
+    pa = pyarrow()
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    tables: list[Any] = []
+    for p in paths:
+        tables.extend(_read_file(pa, Path(p)))
+    return _assemble(pa, tables)
+
+
+def load_corpus(
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], *, skip_bad: bool = False
+) -> ColumnarCorpus | Corpus:
+    """Read corpus files for mining or tiling: columns when possible, else the validated object path.
+
+    Returns a :class:`ColumnarCorpus` when every line parses, types check and every step has a token;
+    otherwise :func:`xtree_gym.corpus.read_corpus`'s :class:`Corpus` (which raises the one
+    :class:`CorpusError` naming ``file:line``, or skips and counts bad lines under ``skip_bad``).
+    Without ``pyarrow`` installed, always the object path.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> d = pathlib.Path(tempfile.mkdtemp())
+        >>> line = '{{"id": "{}", "success": true, "steps": [{{"action": "go", "token": "go<>"}}]}}\\n'
+        >>> _ = (d / "c.jsonl").write_text(line.format("b") + line.format("a"))
+        >>> c = load_corpus(d / "c.jsonl")
+        >>> type(c).__name__, c.ids.to_pylist(), c.encode().flat.tolist()
+        ('ColumnarCorpus', ['a', 'b'], [0, 0])
+        >>> _ = (d / "c.jsonl").write_text(line.format("a") + "not json\\n")
+        >>> load_corpus(d / "c.jsonl")
+        Traceback (most recent call last):
+        ...
+        xtree_gym.errors.CorpusError: ...c.jsonl:2: not valid JSON (Expecting value at column 1) -- fix: ...
+    """
+    try:
+        pyarrow()
+        return read_columnar(paths)
+    except (FastPathUnavailable, ImportError):
+        return read_corpus(paths, skip_bad=skip_bad)
+    except CorpusError:  # e.g. an unreadable Parquet file: the validator's message is the one to show
+        return read_corpus(paths, skip_bad=skip_bad)
