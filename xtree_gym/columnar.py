@@ -40,6 +40,10 @@ CHUNK_BYTES = 64 << 20
 _NULL_KEY = re.compile(rb'(?<!\\)"(?:id|success|steps|env|task|goal|action)"\s*:\s*null')
 
 
+_BLANK_START = re.compile(rb"[ \t\r\f\v]*(?:\n|$)")  # the block opens with a blank line
+_BLANK_LINE = re.compile(rb"\n[ \t\r\f\v]*\n")  # a blank line inside (the last newline excluded)
+
+
 class FastPathUnavailable(Exception):
     """Internal: the columnar path cannot take this input as is; the reason says why."""
 
@@ -64,6 +68,8 @@ class ColumnarCorpus:
     """``list<string>`` array: each trajectory's step tokens."""
     actions: Any
     """``list<string>`` array: each trajectory's raw actions (for the nodes' examples)."""
+    sorted_by_id: bool = True
+    """Whether the rows are in id order (the miner's order); False keeps the files' line order."""
     skipped: tuple[()] = ()
     """Always empty: a file with bad lines is read by the validator instead."""
 
@@ -82,6 +88,21 @@ class ColumnarCorpus:
 
     def __iter__(self) -> Iterator[Trajectory]:
         return (self[i] for i in range(len(self)))
+
+    def sort(self) -> ColumnarCorpus:
+        """These rows in id order (the miner's canonical order)."""
+        if self.sorted_by_id:
+            return self
+        pa = pyarrow()
+        order = pa.compute.sort_indices(self.ids)
+        return ColumnarCorpus(
+            ids=self.ids.take(order),
+            success=self.success[np.asarray(order, dtype=np.int64)],
+            task=self.task.take(order),
+            env=self.env.take(order),
+            tokens=self.tokens.take(order),
+            actions=self.actions.take(order),
+        )
 
     def env_names(self) -> list[str]:
         """Sorted distinct environment names (what the tree file records)."""
@@ -159,26 +180,24 @@ def _chunks(path: Path) -> Iterator[bytes]:
     """The file's bytes in pieces of about ``CHUNK_BYTES``, each cut after a newline."""
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rb") as fh:
-        rest = b""
         while True:
             block = fh.read(CHUNK_BYTES)
             if not block:
                 break
-            block = rest + block
-            cut = block.rfind(b"\n") + 1
-            if cut == 0:
-                rest = block
-                continue
-            rest = block[cut:]
-            yield block[:cut]
-        if rest:
-            yield rest
+            if not block.endswith(b"\n"):
+                block += fh.readline()  # finish the line (one copy of the block at most)
+            yield block
 
 
 def _n_records(block: bytes) -> int:
-    """Non-blank lines in ``block`` (each must hold exactly one record)."""
+    """Non-blank lines in ``block`` (each must hold exactly one record).
+
+    Example:
+        >>> _n_records(b'{"a": 1}\\n\\n  \\n{"b": 2}'), _n_records(b'{"a": 1}\\n{"b": 2}\\n')
+        (2, 2)
+    """
     n = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
-    if b"\n\n" in block or b"\n " in block or b"\r" in block or b"\t" in block or block[:1].isspace():
+    if _BLANK_START.match(block) or _BLANK_LINE.search(block, 0, max(len(block) - 1, 0)):
         n = sum(1 for line in block.split(b"\n") if line.strip())
     return n
 
@@ -188,7 +207,7 @@ def _parse_block(pa: Any, block: bytes) -> Any:
     if b"null" in block and _NULL_KEY.search(block):
         raise FastPathUnavailable("a required or string field is null")
     opts = pa.json.ParseOptions(explicit_schema=_json_schema(pa), unexpected_field_behavior="ignore")
-    size = 1 << 20
+    size = 16 << 20
     while True:
         try:
             table = pa.json.read_json(
@@ -213,43 +232,51 @@ def _list_field(pa: Any, steps: Any, name: str) -> Any:
 
 
 def _mining_columns(pa: Any, table: Any) -> Any:
-    """Check what the validator would and keep the mining columns (``FastPathUnavailable`` if not)."""
+    """Check what the validator would and keep the mining columns (``FastPathUnavailable`` if not).
+
+    Works chunk by chunk, so the columns the miner does not need (observations, ...) are never copied.
+    """
     pc = pa.compute
-    table = table.combine_chunks()
     names = set(table.column_names)
     for col in ("id", "success", "steps"):
         if col not in names or table.column(col).null_count:
             raise FastPathUnavailable(f"missing {col!r}")
-    ids = table.column("id").chunk(0) if table.num_rows else pa.array([], pa.string())
+    if table.num_rows == 0:
+        return None
+    ids = table.column("id")
     if pa.types.is_integer(ids.type):
         ids = pc.cast(ids, pa.string())  # the validator accepts integer ids and str()s them
-    if not pa.types.is_string(ids.type) and not pa.types.is_large_string(ids.type):
+    if not pa.types.is_string(ids.type):
         raise FastPathUnavailable("id is not a string")
     if not pa.types.is_boolean(table.column("success").type):
         raise FastPathUnavailable("success is not a boolean")
-    steps = table.column("steps").chunk(0) if table.num_rows else None
-    if steps is None:
-        return None
+    steps = table.column("steps")
     if not pa.types.is_list(steps.type) or not pa.types.is_struct(steps.type.value_type):
         raise FastPathUnavailable("steps is not a list of objects")
     fields = {steps.type.value_type.field(i).name for i in range(steps.type.value_type.num_fields)}
     if "action" not in fields or "token" not in fields:
         raise FastPathUnavailable("steps carry no token")
-    if steps.values.null_count or steps.values.field("action").null_count:
-        raise FastPathUnavailable("a step or its action is missing")
-    if steps.values.field("token").null_count:
-        raise FastPathUnavailable("steps without a token need the canonicalizer")
-    if "reward" in names and table.column("reward").null_count < table.num_rows:
-        rw = table.column("reward")
-        if pa.types.is_floating(rw.type) and not pc.all(pc.is_finite(rw)).as_py():
+    tokens, actions = [], []
+    for ch in steps.chunks:
+        vals = ch.values
+        if vals.null_count or vals.field("action").null_count:
+            raise FastPathUnavailable("a step or its action is missing")
+        if vals.field("token").null_count:
+            raise FastPathUnavailable("steps without a token need the canonicalizer")
+        tokens.append(_list_field(pa, ch, "token"))
+        actions.append(_list_field(pa, ch, "action"))
+    if "reward" in names and pa.types.is_floating(table.column("reward").type):
+        finite = pc.is_finite(table.column("reward"))  # null stays null, and is allowed
+        if finite.null_count < len(finite) and not pc.all(finite).as_py():
             raise FastPathUnavailable("a reward is not finite")
+    strings = pa.list_(pa.string())
     out = {
         "id": ids,
-        "success": table.column("success").chunk(0),
+        "success": table.column("success"),
         "env": _strings(pa, table, "env"),
         "task": _strings(pa, table, "task"),
-        "tokens": _list_field(pa, steps, "token"),
-        "actions": _list_field(pa, steps, "action"),
+        "tokens": pa.chunked_array(tokens, strings),
+        "actions": pa.chunked_array(actions, strings),
     }
     return pa.table(out)
 
@@ -257,7 +284,7 @@ def _mining_columns(pa: Any, table: Any) -> Any:
 def _strings(pa: Any, table: Any, name: str) -> Any:
     if name not in table.column_names:
         return pa.array([""] * table.num_rows, pa.string())
-    col = table.column(name).combine_chunks()
+    col = table.column(name)
     if not pa.types.is_string(col.type):
         raise FastPathUnavailable(f"{name} is not a string")
     return pa.compute.fill_null(col, "")
@@ -301,8 +328,8 @@ def from_arrow(table: Any) -> ColumnarCorpus:
     return _assemble(pa, [] if part is None else [part])
 
 
-def _assemble(pa: Any, tables: list[Any]) -> ColumnarCorpus:
-    """Concatenate per-chunk tables, sort by id, refuse duplicate ids."""
+def _assemble(pa: Any, tables: list[Any], sort: bool = True) -> ColumnarCorpus:
+    """Concatenate per-chunk tables, refuse duplicate ids, sort by id (unless ``sort`` is False)."""
     schema = pa.schema(
         [
             ("id", pa.string()),
@@ -315,11 +342,18 @@ def _assemble(pa: Any, tables: list[Any]) -> ColumnarCorpus:
     )
     tables = [t.cast(schema) for t in tables]
     table = pa.concat_tables(tables).combine_chunks() if tables else schema.empty_table()
-    order = pa.compute.sort_indices(table.column("id"))
-    table = table.take(order).combine_chunks()
-    ids = table.column("id").chunk(0) if table.num_rows else pa.array([], pa.string())
-    if len(ids) > 1 and pa.compute.any(pa.compute.equal(ids.slice(1), ids.slice(0, len(ids) - 1))).as_py():
-        raise FastPathUnavailable("duplicate ids")  # the validator's policy and the content tie-break apply
+    ids = table.column("id").combine_chunks() if table.num_rows else pa.array([], pa.string())
+    pc = pa.compute
+    if len(ids) > 1 and not pc.all(pc.less(ids.slice(0, len(ids) - 1), ids.slice(1))).as_py():
+        order = pc.sort_indices(ids)  # not already in strictly increasing id order
+        in_order = ids.take(order)
+        if pc.any(pc.equal(in_order.slice(1), in_order.slice(0, len(ids) - 1))).as_py():
+            raise FastPathUnavailable(
+                "duplicate ids"
+            )  # the validator's policy and the content tie-break apply
+        if sort:
+            table = table.take(order).combine_chunks()
+            ids = in_order
 
     def col(name: str) -> Any:
         c = table.column(name)
@@ -332,10 +366,13 @@ def _assemble(pa: Any, tables: list[Any]) -> ColumnarCorpus:
         env=col("env"),
         tokens=col("tokens"),
         actions=col("actions"),
+        sorted_by_id=sort,
     )
 
 
-def read_columnar(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> ColumnarCorpus:
+def read_columnar(
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], *, sort: bool = True
+) -> ColumnarCorpus:
     """Read corpus files the columnar way; :class:`FastPathUnavailable` when they need the validator."""
     pa = pyarrow()
     if isinstance(paths, (str, os.PathLike)):
@@ -343,18 +380,21 @@ def read_columnar(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str
     tables: list[Any] = []
     for p in paths:
         tables.extend(_read_file(pa, Path(p)))
-    return _assemble(pa, tables)
+    return _assemble(pa, tables, sort)
 
 
 def load_corpus(
-    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], *, skip_bad: bool = False
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    *,
+    skip_bad: bool = False,
+    sort: bool = True,
 ) -> ColumnarCorpus | Corpus:
     """Read corpus files for mining or tiling: columns when possible, else the validated object path.
 
     Returns a :class:`ColumnarCorpus` when every line parses, types check and every step has a token;
     otherwise :func:`xtree_gym.corpus.read_corpus`'s :class:`Corpus` (which raises the one
     :class:`CorpusError` naming ``file:line``, or skips and counts bad lines under ``skip_bad``).
-    Without ``pyarrow`` installed, always the object path.
+    Without ``pyarrow`` installed, always the object path. ``sort=False`` keeps line order (tiling).
 
     Example:
         >>> import tempfile, pathlib
@@ -372,7 +412,7 @@ def load_corpus(
     """
     try:
         pyarrow()
-        return read_columnar(paths)
+        return read_columnar(paths, sort=sort)
     except (FastPathUnavailable, ImportError):
         return read_corpus(paths, skip_bad=skip_bad)
     except CorpusError:  # e.g. an unreadable Parquet file: the validator's message is the one to show

@@ -143,7 +143,8 @@ def _encoded(trajectories: Any, domain: str | None) -> tuple[Any, EncodedCorpus]
         trajectories = trajectories.trajectories
     if len(trajectories) == 0:
         raise CorpusError("the corpus is empty: nothing to mine", fix="check the corpus file(s)")
-    if isinstance(trajectories, ColumnarCorpus):  # sorted by id, ids unique, every step has a token
+    if isinstance(trajectories, ColumnarCorpus):  # ids unique, every step has a token
+        trajectories = trajectories.sort()
         return trajectories, trajectories.encode()
     ordered = canonical_sort(trajectories)
     tokens = trajectory_tokens(ordered, domain)
