@@ -66,7 +66,7 @@ def test_columnar_tree_is_byte_identical_to_object_path(tmp_path: Path) -> None:
     p = write_lines(tmp_path / "c.jsonl", recs)
     cc = load_corpus(p)
     assert isinstance(cc, ColumnarCorpus)
-    assert cc.ids.to_pylist() == sorted(r["id"] for r in recs)
+    assert cc.id_list() == sorted(r["id"] for r in recs)
     fast = mine(cc, CFG, name="toy")
     slow = mine(read_corpus(p).trajectories, CFG, name="toy")
     assert len(fast) > 3

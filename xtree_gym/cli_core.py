@@ -133,7 +133,7 @@ def cmd_tile(args: argparse.Namespace) -> int:
     tree = XTree.load(args.tree)
     corpus = _load([args.corpus], args.skip_bad, sort=False)  # tilings print in line order
     if isinstance(corpus, ColumnarCorpus):
-        ids, tokens = corpus.ids.to_pylist(), corpus.token_lists()
+        ids, tokens = corpus.id_list(), corpus.token_lists()
     else:
         ids, tokens = [t.id for t in corpus], trajectory_tokens(corpus.trajectories, args.domain)
     covered = total = 0

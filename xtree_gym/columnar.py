@@ -17,6 +17,7 @@ strings); equal ids never reach this path, so content only breaks ties on the ob
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import io
 import os
@@ -50,59 +51,72 @@ class FastPathUnavailable(Exception):
 
 @dataclass
 class ColumnarCorpus:
-    """A corpus as Arrow columns, sorted by id: what mining and tiling need, nothing per step.
+    """A corpus as Arrow columns: what mining and tiling need, nothing per step.
 
-    ``tokens`` and ``actions`` are ``list<string>`` arrays (one list per trajectory). Indexing gives a
-    light :class:`Trajectory` (id, success, env, task, steps with action and token) for one row.
+    The columns stay as the reader made them (chunked, in file order); ``order`` says which row
+    is the ``i``-th trajectory (``None``: file order), so sorting never copies the corpus.
+    ``tokens`` and ``actions`` are ``list<string>`` columns (one list per trajectory). Indexing
+    gives a light :class:`Trajectory` (id, success, env, task, steps with action and token).
     """
 
     ids: Any
-    """``string`` array of trajectory ids, sorted."""
+    """``string`` column of trajectory ids (file order)."""
     success: np.ndarray
-    """(n,) bool."""
+    """(n,) bool (file order)."""
     task: Any
-    """``string`` array of task types (``""`` where absent)."""
+    """``string`` column of task types (``""`` where absent)."""
     env: Any
-    """``string`` array of environment names (``""`` where absent)."""
+    """``string`` column of environment names (``""`` where absent)."""
     tokens: Any
-    """``list<string>`` array: each trajectory's step tokens."""
+    """``list<string>`` column: each trajectory's step tokens (``None`` after :meth:`without_tokens`)."""
     actions: Any
-    """``list<string>`` array: each trajectory's raw actions (for the nodes' examples)."""
-    sorted_by_id: bool = True
-    """Whether the rows are in id order (the miner's order); False keeps the files' line order."""
+    """``list<string>`` column: each trajectory's raw actions (for the nodes' examples)."""
+    order: np.ndarray | None = None
+    """(n,) int64: the file row of the ``i``-th trajectory; ``None`` keeps file order."""
+    sorted_by_id: bool = False
+    """Whether ``order`` (or file order) is the id order the miner needs."""
     skipped: tuple[()] = ()
     """Always empty: a file with bad lines is read by the validator instead."""
 
     def __len__(self) -> int:
         return len(self.ids)
 
+    def row(self, i: int) -> int:
+        """The file row of the ``i``-th trajectory."""
+        return int(self.order[i]) if self.order is not None else i
+
     def __getitem__(self, i: int) -> Trajectory:
-        steps = [Step(a, token=t) for a, t in zip(self.actions[i].as_py(), self.tokens[i].as_py())]
+        r = self.row(i)
+        actions = self.actions[r].as_py()
+        tokens = self.tokens[r].as_py() if self.tokens is not None else [None] * len(actions)
+        steps = [Step(a, token=t) for a, t in zip(actions, tokens)]
         return Trajectory(
-            self.ids[i].as_py(),
+            self.ids[r].as_py(),
             steps,
-            bool(self.success[i]),
-            env=self.env[i].as_py(),
-            task=self.task[i].as_py(),
+            bool(self.success[r]),
+            env=self.env[r].as_py(),
+            task=self.task[r].as_py(),
         )
 
     def __iter__(self) -> Iterator[Trajectory]:
         return (self[i] for i in range(len(self)))
 
     def sort(self) -> ColumnarCorpus:
-        """These rows in id order (the miner's canonical order)."""
+        """The same corpus viewed in id order (the miner's canonical order); no column is copied."""
         if self.sorted_by_id:
             return self
         pa = pyarrow()
-        order = pa.compute.sort_indices(self.ids)
-        return ColumnarCorpus(
-            ids=self.ids.take(order),
-            success=self.success[np.asarray(order, dtype=np.int64)],
-            task=self.task.take(order),
-            env=self.env.take(order),
-            tokens=self.tokens.take(order),
-            actions=self.actions.take(order),
-        )
+        order = np.asarray(pa.compute.sort_indices(self.ids), dtype=np.int64)
+        return dataclasses.replace(self, order=order, sorted_by_id=True)
+
+    def without_tokens(self) -> ColumnarCorpus:
+        """This corpus without its token column (once encoded, the miner needs only the actions)."""
+        return dataclasses.replace(self, tokens=None)
+
+    def id_list(self) -> list[str]:
+        """The ids in this view's order."""
+        ids = self.ids.to_pylist()
+        return ids if self.order is None else [ids[r] for r in self.order.tolist()]
 
     def env_names(self) -> list[str]:
         """Sorted distinct environment names (what the tree file records)."""
@@ -110,24 +124,65 @@ class ColumnarCorpus:
         return sorted(pa.compute.unique(self.env).to_pylist())
 
     def token_lists(self) -> list[list[str]]:
-        """Each trajectory's tokens as a Python list (for tiling)."""
-        return self.tokens.to_pylist()
+        """Each trajectory's tokens as a Python list, in this view's order (for tiling)."""
+        toks = self.tokens.to_pylist()
+        return toks if self.order is None else [toks[r] for r in self.order.tolist()]
 
     def encode(self) -> EncodedCorpus:
-        """The :class:`EncodedCorpus` of these rows, in their order, built with Arrow and numpy."""
+        """The :class:`EncodedCorpus` of the trajectories in this view's order (Arrow and numpy only)."""
         pa = pyarrow()
-        offsets = np.asarray(self.tokens.offsets, dtype=np.int64)
-        flat_tokens = self.tokens.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
-        flat, vocab = _sorted_codes(pa, flat_tokens)
+        flat, lengths, vocab = _encode_lists(pa, self.tokens)
         task, task_names = _sorted_codes(pa, self.task)
+        success = np.asarray(self.success, dtype=bool)
+        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        if self.order is not None:
+            flat, offsets = _permute(flat, offsets, self.order)
+            task, success = task[self.order], success[self.order]
         return EncodedCorpus(
-            flat=flat,
-            offsets=offsets - offsets[0],
-            success=np.asarray(self.success, dtype=bool),
-            task=task,
-            vocab=vocab,
-            task_names=task_names,
+            flat=flat, offsets=offsets, success=success, task=task, vocab=vocab, task_names=task_names
         )
+
+
+def _permute(flat: np.ndarray, offsets: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sequences ``order[0], order[1], ...`` of a flat/offsets corpus, back to back.
+
+    Example:
+        >>> f, o = _permute(np.array([1, 2, 3]), np.array([0, 2, 3]), np.array([1, 0]))
+        >>> f.tolist(), o.tolist()
+        ([3, 1, 2], [0, 1, 3])
+    """
+    lengths = np.diff(offsets)[order]
+    new_offsets = np.zeros(len(order) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=new_offsets[1:])
+    index = np.repeat(offsets[:-1][order] - new_offsets[:-1], lengths)
+    index += np.arange(len(index), dtype=np.int64)
+    return flat[index], new_offsets
+
+
+def _encode_lists(pa: Any, lists: Any) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """(flat int32 codes into the sorted vocabulary, list lengths, vocabulary) of a ``list<string>`` column.
+
+    Each chunk is dictionary-encoded on its own; the small per-chunk dictionaries are then mapped
+    to the global sorted vocabulary, so no chunk is ever concatenated with another.
+    """
+    chunks = lists.chunks if hasattr(lists, "chunks") else [lists]
+    parts = []
+    for ch in chunks:
+        offs = np.asarray(ch.offsets, dtype=np.int64)
+        values = ch.values.slice(int(offs[0]), int(offs[-1] - offs[0]))
+        enc = pa.compute.dictionary_encode(values)
+        parts.append((np.asarray(enc.indices, dtype=np.int32), enc.dictionary.to_pylist(), np.diff(offs)))
+    vocab = sorted({t for _, names, _ in parts for t in names})
+    index = {t: i for i, t in enumerate(vocab)}
+    flat = np.empty(sum(len(c) for c, _, _ in parts), dtype=np.int32)
+    at = 0
+    for codes, names, _ in parts:
+        lut = np.fromiter((index[t] for t in names), dtype=np.int32, count=len(names))
+        flat[at : at + len(codes)] = lut[codes] if len(names) else codes
+        at += len(codes)
+    lengths = np.concatenate([ln for _, _, ln in parts]) if parts else np.zeros(0, np.int64)
+    return flat, lengths, vocab
 
 
 def _sorted_codes(pa: Any, strings: Any) -> tuple[np.ndarray, list[str]]:
@@ -338,45 +393,37 @@ def from_arrow(table: Any) -> ColumnarCorpus:
 
 
 def _assemble(pa: Any, tables: list[Any], sort: bool = True) -> ColumnarCorpus:
-    """Concatenate per-chunk tables, refuse duplicate ids, sort by id (unless ``sort`` is False)."""
-    schema = pa.schema(
-        [
-            ("id", pa.string()),
-            ("success", pa.bool_()),
-            ("env", pa.string()),
-            ("task", pa.string()),
-            ("tokens", pa.list_(pa.string())),
-            ("actions", pa.list_(pa.string())),
-        ]
-    )
-    tables = [t.cast(schema) for t in tables]
-    table = pa.concat_tables(tables).combine_chunks() if tables else schema.empty_table()
-    ids = table.column("id").combine_chunks() if table.num_rows else pa.array([], pa.string())
+    """Join per-chunk tables (no copy), refuse duplicate ids, view in id order (unless ``sort`` is False)."""
     pc = pa.compute
-    if len(ids) > 1 and not pc.all(pc.less(ids.slice(0, len(ids) - 1), ids.slice(1))).as_py():
-        order = pc.sort_indices(ids)  # not already in strictly increasing id order
-        in_order = ids.take(order)
-        if pc.any(pc.equal(in_order.slice(1), in_order.slice(0, len(ids) - 1))).as_py():
-            raise FastPathUnavailable(
-                "duplicate ids"
-            )  # the validator's policy and the content tie-break apply
-        if sort:
-            table = table.take(order).combine_chunks()
-            ids = in_order
+    strings = pa.list_(pa.string())
 
-    def col(name: str) -> Any:
-        c = table.column(name)
-        return c.chunk(0) if c.num_chunks == 1 else c.combine_chunks()
+    def column(name: str, typ: Any) -> Any:
+        return pa.chunked_array([c for t in tables for c in t.column(name).chunks], typ)
 
-    return ColumnarCorpus(
+    ids = column("id", pa.string())
+    success = column("success", pa.bool_())
+    cc = ColumnarCorpus(
         ids=ids,
-        success=np.asarray(col("success"), dtype=bool) if table.num_rows else np.zeros(0, bool),
-        task=col("task"),
-        env=col("env"),
-        tokens=col("tokens"),
-        actions=col("actions"),
-        sorted_by_id=sort,
+        success=np.concatenate([np.asarray(c, dtype=bool) for c in success.chunks])
+        if len(ids)
+        else np.zeros(0, bool),
+        task=column("task", pa.string()),
+        env=column("env", pa.string()),
+        tokens=column("tokens", strings),
+        actions=column("actions", strings),
+        sorted_by_id=True,
     )
+    if len(ids) < 2:
+        return cc
+    ids_flat = ids.combine_chunks()
+    n = len(ids_flat)
+    if pc.all(pc.less(ids_flat.slice(0, n - 1), ids_flat.slice(1))).as_py():
+        return cc  # already in strictly increasing id order: sorted and unique
+    order = np.asarray(pc.sort_indices(ids_flat), dtype=np.int64)
+    in_order = ids_flat.take(order)
+    if pc.any(pc.equal(in_order.slice(1), in_order.slice(0, n - 1))).as_py():
+        raise FastPathUnavailable("duplicate ids")  # the validator's policy and the content tie-break apply
+    return dataclasses.replace(cc, order=order) if sort else dataclasses.replace(cc, sorted_by_id=False)
 
 
 def read_columnar(
@@ -411,7 +458,7 @@ def load_corpus(
         >>> line = '{{"id": "{}", "success": true, "steps": [{{"action": "go", "token": "go<>"}}]}}\\n'
         >>> _ = (d / "c.jsonl").write_text(line.format("b") + line.format("a"))
         >>> c = load_corpus(d / "c.jsonl")
-        >>> type(c).__name__, c.ids.to_pylist(), c.encode().flat.tolist()
+        >>> type(c).__name__, c.id_list(), c.encode().flat.tolist()
         ('ColumnarCorpus', ['a', 'b'], [0, 0])
         >>> _ = (d / "c.jsonl").write_text(line.format("a") + "not json\\n")
         >>> load_corpus(d / "c.jsonl")

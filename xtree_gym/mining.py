@@ -145,7 +145,8 @@ def _encoded(trajectories: Any, domain: str | None) -> tuple[Any, EncodedCorpus]
         raise CorpusError("the corpus is empty: nothing to mine", fix="check the corpus file(s)")
     if isinstance(trajectories, ColumnarCorpus):  # ids unique, every step has a token
         trajectories = trajectories.sort()
-        return trajectories, trajectories.encode()
+        enc = trajectories.encode()
+        return trajectories.without_tokens(), enc  # the tokens live on in enc; frees their Arrow copy
     ordered = canonical_sort(trajectories)
     tokens = trajectory_tokens(ordered, domain)
     enc = EncodedCorpus.from_tokens(tokens, [t.success for t in ordered], [t.task for t in ordered])
