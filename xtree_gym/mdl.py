@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 from collections import Counter, deque
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -322,20 +323,27 @@ def extract_dictionary(
     # weighted pair counts = added - removed; Counter.update on lists runs in C
     added: Counter[tuple[Phrase, Phrase]] = Counter()
     removed: Counter[tuple[Phrase, Phrase]] = Counter()
-    for sg, wi in zip(segs, w):
-        added.update(_pairs(sg) * wi)
+    added.update([pair for sg, wi in zip(segs, w) for pair in _pairs(sg) * wi])
     total = sum(wi * len(sg) for wi, sg in zip(w, segs))
     dcost = d.cost()
     current = (dcost + total * math.log2(len(d))) / n
+    cost_of = [phrase_cost(k, d.alphabet_size, cfg.max_len) for k in range(cfg.max_len + 1)]  # by length
+    text: dict[Phrase, str] = {}  # phrase -> str(phrase), the rank tie-break, computed once
+
+    def rank_key(x: tuple[int, Phrase]) -> tuple[int, str]:
+        s = text.get(x[1])
+        if s is None:
+            s = text[x[1]] = str(x[1])
+        return (-x[0], s)
+
     while True:
         ranked = sorted(
-            ((c, p) for c, p in _net_pairs(added, removed, cfg.max_len) if p not in d),
-            key=lambda x: (-x[0], str(x[1])),
+            ((c, p) for c, p in _net_pairs(added, removed, cfg.max_len) if p not in d), key=rank_key
         )
         log_next = math.log2(len(d) + 1)
         worth = []  # (phrase, its L_dict) for the ranked pairs the lower bound does not rule out, in rank order
         for _, phrase in ranked[: None if cfg.scan_all else 1]:
-            new_dcost = dcost + phrase_cost(len(phrase), d.alphabet_size, cfg.max_len)
+            new_dcost = dcost + cost_of[len(phrase)]
             # p = a+b with a, b in C: each use of p saves at most one segment, so this bounds BDL below
             if (new_dcost + (total - table.saved(phrase)) * log_next) / n < current - 1e-12:
                 worth.append((phrase, new_dcost))
@@ -355,10 +363,14 @@ def extract_dictionary(
         d = d.with_phrase(phrase)
         table.add(phrase)
         rows = table.rows_with(phrase)
+        gone: list[tuple[Phrase, Phrase]] = []
+        new: list[tuple[Phrase, Phrase]] = []
         for i, sg in zip(rows, table.segments(rows, uniq)):  # what d.segment gives, ties included
-            removed.update(_pairs(segs[i]) * w[i])
-            added.update(_pairs(sg) * w[i])
+            gone += _pairs(segs[i]) * w[i]
+            new += _pairs(sg) * w[i]
             segs[i] = sg
+        removed.update(gone)
+        added.update(new)
 
 
 def _batches(n: int, first: int = 4) -> Iterator[tuple[int, int]]:
@@ -506,8 +518,8 @@ def _pairs(seg: list[Phrase]) -> list[tuple[Phrase, Phrase]]:
         >>> _pairs([("a",), ("a",), ("a",), ("b",)])
         [(('a',), ('a',)), (('a',), ('b',))]
     """
-    if len(set(seg)) == len(seg):  # no phrase repeats, so no self pair can overlap another
-        return list(itertools.pairwise(seg))
+    if len(set(seg)) == len(seg) or not any(map(operator.eq, seg, seg[1:])):
+        return list(itertools.pairwise(seg))  # no self pair, so none can overlap another
     out, last = [], -2  # index of the self pair counted last: the next one overlaps it
     for i in range(len(seg) - 1):
         left, right = seg[i], seg[i + 1]
