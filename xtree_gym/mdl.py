@@ -319,7 +319,7 @@ def extract_dictionary(
     uniq = list(mult)
     w = [mult[s] for s in uniq]
     table = _WindowTable(uniq, w, cfg.max_len, d.phrases)
-    segs = [[(x,) for x in s] for s in uniq]  # the only cover by singletons
+    segs: list[list[Phrase]] = [[(x,) for x in s] for s in uniq]  # the only cover by singletons
     # weighted pair counts = added - removed; Counter.update on lists runs in C
     added: Counter[tuple[Phrase, Phrase]] = Counter()
     removed: Counter[tuple[Phrase, Phrase]] = Counter()
@@ -423,7 +423,8 @@ class _WindowTable:
             :, None, None
         ]
         self.keys, dense = np.unique(np.where(fits, win, -1), return_inverse=True)
-        self.win = dense.reshape(win.shape)  # window -> dense id; id 0 is "no window" (-1 sorts first)
+        # window -> dense id; id 0 is "no window" (-1 sorts first)
+        self.win: np.ndarray = np.asarray(dense).reshape(win.shape)
         self.lens = lens
         self.weights = np.asarray(weights, dtype=np.int64)
         row_w = np.broadcast_to(self.weights[:, None, None], win.shape)
