@@ -11,11 +11,11 @@ from xtree_gym.mdl import (
     SMALL_CORPUS,
     MDLConfig,
     ReuseRLShaper,
-    _WindowTable,
     extract_dictionary,
     extract_dictionary_reference,
     segment,
 )
+from xtree_gym.mdl_fast import WindowTable
 
 
 def corpus(
@@ -64,8 +64,11 @@ def test_window_table_segments_break_ties_like_segment() -> None:
     rng = random.Random(2)
     uniq = list(dict.fromkeys(tuple(s) for s in corpus(rng, 60, "ABC", ["AB", "BC", "ABC"])))
     phrases = [("A",), ("B",), ("C",), ("A", "B"), ("B", "C"), ("A", "B", "C"), ("C", "A")]
-    table = _WindowTable(uniq, [1] * len(uniq), 4, phrases)
-    got = table.segments(list(range(len(uniq))), uniq)
+    table = WindowTable(uniq, [1] * len(uniq), 4)
+    for p in phrases:
+        table.add(p)
+    ids = table.segment_ids().tolist()
+    got = [[table.phrase(i) for i in row if i >= 0] for row in ids]
     assert got == [segment(s, set(phrases), 4) for s in uniq]
     assert table.totals([("C", "A", "B")]) == [
         sum(len(segment(s, {*phrases, ("C", "A", "B")}, 4)) for s in uniq)

@@ -19,15 +19,15 @@ from __future__ import annotations
 
 import itertools
 import math
-import operator
 from collections import Counter, deque
-from collections.abc import Hashable, Iterable, Iterator, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from .errors import ConfigError
+from .mdl_fast import greedy_phrases
 
 Phrase = tuple[Hashable, ...]  # a dictionary entry: 1..L skill tokens
 
@@ -298,9 +298,9 @@ def extract_dictionary(
     the concatenation's string form), and accepts the first whose concatenation strictly lowers BDL
     (with ``config.scan_all=False`` only the top pair is tried). Stops when no pair lowers BDL.
 
-    The same dictionary as :func:`extract_dictionary_reference`, faster: equal sequences are
-    handled once with their multiplicity, and pair counts are updated only for the sequences a
-    merge re-segments (a 256-sequence buffer update takes well under a millisecond).
+    The same dictionary as :func:`extract_dictionary_reference`, faster: each round runs as a few
+    numpy passes over the distinct sequences (:mod:`xtree_gym.mdl_fast`); small corpora take the
+    plain loop, whose set-up is cheaper.
 
     Example:
         >>> d = extract_dictionary(["abcd", "abce", "abd", "cab"], config=MDLConfig())
@@ -314,232 +314,16 @@ def extract_dictionary(
     alpha = set(alphabet) if alphabet is not None else set()
     alpha.update(x for s in seqs for x in s)
     d = SkillDictionary.singletons(alpha, cfg.max_len, alphabet_size)
-    n = len(seqs)
     mult = Counter(seqs)  # distinct sequence -> how many times it occurs
     uniq = list(mult)
-    w = [mult[s] for s in uniq]
-    table = _WindowTable(uniq, w, cfg.max_len, d.phrases)
-    segs: list[list[Phrase]] = [[(x,) for x in s] for s in uniq]  # the only cover by singletons
-    # weighted pair counts = added - removed; Counter.update on lists runs in C
-    added: Counter[tuple[Phrase, Phrase]] = Counter()
-    removed: Counter[tuple[Phrase, Phrase]] = Counter()
-    added.update([pair for sg, wi in zip(segs, w) for pair in _pairs(sg) * wi])
-    total = sum(wi * len(sg) for wi, sg in zip(w, segs))
-    dcost = d.cost()
-    current = (dcost + total * math.log2(len(d))) / n
-    cost_of = [phrase_cost(k, d.alphabet_size, cfg.max_len) for k in range(cfg.max_len + 1)]  # by length
-    text: dict[Phrase, str] = {}  # phrase -> str(phrase), the rank tie-break, computed once
-
-    def rank_key(x: tuple[int, Phrase]) -> tuple[int, str]:
-        s = text.get(x[1])
-        if s is None:
-            s = text[x[1]] = str(x[1])
-        return (-x[0], s)
-
-    while True:
-        ranked = sorted(
-            ((c, p) for c, p in _net_pairs(added, removed, cfg.max_len) if p not in d), key=rank_key
-        )
-        log_next = math.log2(len(d) + 1)
-        worth = []  # (phrase, its L_dict) for the ranked pairs the lower bound does not rule out, in rank order
-        for _, phrase in ranked[: None if cfg.scan_all else 1]:
-            new_dcost = dcost + cost_of[len(phrase)]
-            # p = a+b with a, b in C: each use of p saves at most one segment, so this bounds BDL below
-            if (new_dcost + (total - table.saved(phrase)) * log_next) / n < current - 1e-12:
-                worth.append((phrase, new_dcost))
-        accepted = None
-        for start, stop in _batches(len(worth)):  # the first that lowers BDL wins, as in the plain loop
-            batch = worth[start:stop]
-            for (phrase, new_dcost), new_total in zip(batch, table.totals([p for p, _ in batch])):
-                value = (new_dcost + new_total * log_next) / n
-                if value < current - 1e-12:
-                    accepted = (phrase, new_dcost, value, new_total)
-                    break
-            if accepted is not None:
-                break
-        if accepted is None:
-            return d
-        phrase, dcost, current, total = accepted
-        d = d.with_phrase(phrase)
-        table.add(phrase)
-        rows = table.rows_with(phrase)
-        gone: list[tuple[Phrase, Phrase]] = []
-        new: list[tuple[Phrase, Phrase]] = []
-        for i, sg in zip(rows, table.segments(rows, uniq)):  # what d.segment gives, ties included
-            gone += _pairs(segs[i]) * w[i]
-            new += _pairs(sg) * w[i]
-            segs[i] = sg
-        removed.update(gone)
-        added.update(new)
-
-
-def _batches(n: int, first: int = 4) -> Iterator[tuple[int, int]]:
-    """``[start, stop)`` ranges covering ``0..n``, growing 4x (most rounds accept a top-ranked pair).
-
-    Example:
-        >>> list(_batches(30))
-        [(0, 4), (4, 20), (20, 30)]
-    """
-    start, size = 0, first
-    while start < n:
-        yield start, min(n, start + size)
-        start, size = start + size, size * 4
-
-
-class _WindowTable:
-    """Every window (1..L skills) of every distinct sequence, numbered, for batched ``seg`` and bounds.
-
-    Skills get codes ``1..K`` and a window of ``k`` skills the base-(K+1) number of its codes, so all
-    windows are built with a few numpy operations. :meth:`totals` gives
-    ``sum_u w_u * seg(s_u, C + {p})`` for many candidate phrases ``p`` at once, with one dynamic
-    program over (candidates x sequences) arrays instead of one Python segmentation per pair.
-
-    Example:
-        >>> t = _WindowTable([("a", "b", "a", "b"), ("a", "c")], [2, 1], 4, [("a",), ("b",), ("c",)])
-        >>> t.totals([("a", "b"), ("a", "c"), ("b", "a")])  # 2*2+2, 2*4+1, 2*3+2
-        [6, 9, 8]
-        >>> t.saved(("a", "b")), t.rows_with(("b", "a"))
-        (4, [0])
-    """
-
-    def __init__(
-        self, uniq: Sequence[Phrase], weights: Sequence[int], max_len: int, phrases: Iterable[Phrase]
-    ):
-        skills = sorted({x for s in uniq for x in s}, key=str)
-        self.code = {x: i + 1 for i, x in enumerate(skills)}  # 0 pads
-        self.base = len(skills) + 1
-        if float(self.base) ** max_len >= 2**62:
-            raise ConfigError(f"{len(skills)} skills with max_len {max_len} overflow the window codes")
-        lens = np.array([len(s) for s in uniq], dtype=np.int64)
-        width = int(lens.max())
-        codes = np.zeros((len(uniq), width + max_len), dtype=np.int64)
-        flat = np.fromiter((self.code[x] for s in uniq for x in s), dtype=np.int64, count=int(lens.sum()))
-        codes[:, :width][np.arange(width)[None, :] < lens[:, None]] = flat
-        win = np.zeros((len(uniq), width, max_len), dtype=np.int64)
-        win[:, :, 0] = codes[:, :width]
-        for k in range(1, max_len):
-            win[:, :, k] = win[:, :, k - 1] * self.base + codes[:, k : k + width]
-        fits = (np.arange(width)[None, :, None] + np.arange(1, max_len + 1)[None, None, :]) <= lens[
-            :, None, None
-        ]
-        self.keys, dense = np.unique(np.where(fits, win, -1), return_inverse=True)
-        # window -> dense id; id 0 is "no window" (-1 sorts first)
-        self.win: np.ndarray = np.asarray(dense).reshape(win.shape)
-        self.lens = lens
-        self.weights = np.asarray(weights, dtype=np.int64)
-        row_w = np.broadcast_to(self.weights[:, None, None], win.shape)
-        long = np.zeros(win.shape, dtype=bool)
-        long[:, :, 1:] = True  # windows of 2+ skills: what a merge can save
-        saved = np.bincount(self.win[long & fits], weights=row_w[long & fits], minlength=len(self.keys))
-        self._saved = saved.round().astype(np.int64)  # integer weights: the float sums are exact
-        self.in_dict = np.zeros(len(self.keys), dtype=bool)
-        self._memo: dict[Phrase, int] = {}
-        for p in phrases:
-            self.add(p)
-
-    def _id(self, phrase: Phrase) -> int:
-        """Dense id of ``phrase`` (0 when it is no window of any sequence)."""
-        hit = self._memo.get(phrase)
-        if hit is None:
-            hit = self._memo[phrase] = self._lookup(phrase)
-        return hit
-
-    def _lookup(self, phrase: Phrase) -> int:
-        key = 0
-        for x in phrase:
-            c = self.code.get(x)
-            if c is None:
-                return 0
-            key = key * self.base + c
-        at = int(np.searchsorted(self.keys, key))
-        return at if at < len(self.keys) and self.keys[at] == key and len(phrase) <= self.win.shape[2] else 0
-
-    def add(self, phrase: Phrase) -> None:
-        """Put ``phrase`` in the dictionary the totals are computed against."""
-        i = self._id(phrase)
-        if i:
-            self.in_dict[i] = True
-
-    def saved(self, phrase: Phrase) -> int:
-        """Weighted overlapping occurrences of ``phrase``: at most the segments adding it saves."""
-        i = self._id(phrase)
-        return int(self._saved[i]) if i else 0
-
-    def rows_with(self, phrase: Phrase) -> list[int]:
-        """The distinct sequences ``phrase`` occurs in."""
-        i = self._id(phrase)
-        return np.flatnonzero((self.win == i).any(axis=(1, 2))).tolist() if i else []
-
-    def segments(self, rows: Sequence[int], uniq: Sequence[Phrase]) -> list[list[Phrase]]:
-        """:func:`segment` of the sequences ``rows`` under the current dictionary, in one numpy pass.
-
-        Longer phrases are tried first and only a strictly better cover replaces one, so ties go
-        to the longest phrase at the earliest position, exactly as :func:`segment` breaks them.
-        """
-        if not len(rows):
-            return []
-        win = self.win[np.asarray(rows)]
-        lens = self.lens[np.asarray(rows)]
-        n_r, width, L = win.shape
-        valid = self.in_dict[win]
-        big = width + 1
-        best = np.zeros((n_r, width + L + 1), dtype=np.int64)
-        choice = np.zeros((n_r, width), dtype=np.int64)
-        for i in range(width - 1, -1, -1):
-            cand = np.where(valid[:, i, ::-1], best[:, i + L : i : -1] + 1, big)  # k = L .. 1
-            pick = np.argmin(cand, axis=1)  # the first minimum: the longest phrase among ties
-            best[:, i] = np.where(i < lens, cand[np.arange(n_r), pick], 0)
-            choice[:, i] = L - pick
-        out = []
-        for r, ch in zip(rows, choice.tolist()):
-            s, i, segs = uniq[r], 0, []
-            while i < len(s):
-                segs.append(s[i : i + ch[i]])
-                i += ch[i]
-            out.append(segs)
-        return out
-
-    def totals(self, candidates: Sequence[Phrase]) -> list[int]:
-        """For each candidate, the weighted total ``seg`` of all sequences with it added."""
-        pid = np.array([self._id(p) or -1 for p in candidates], dtype=np.int64)  # -1 matches no window
-        n_u, width, L = self.win.shape
-        valid = self.in_dict[self.win][None] | (self.win[None] == pid[:, None, None, None])
-        big = width + 1
-        best = np.zeros((len(candidates), n_u, width + L + 1), dtype=np.int64)
-        for i in range(width - 1, -1, -1):
-            cur = np.where(valid[:, :, i, :], best[:, :, i + 1 : i + L + 1] + 1, big).min(axis=2)
-            best[:, :, i] = np.where(i < self.lens, cur, 0)
-        return (best[:, :, 0] @ self.weights).tolist()
-
-
-def _pairs(seg: list[Phrase]) -> list[tuple[Phrase, Phrase]]:
-    """The non-overlapping adjacent pairs of one segmentation, left to right (as ``pair_counts`` counts).
-
-    Example:
-        >>> _pairs([("a",), ("a",), ("a",), ("b",)])
-        [(('a',), ('a',)), (('a',), ('b',))]
-    """
-    if len(set(seg)) == len(seg) or not any(map(operator.eq, seg, seg[1:])):
-        return list(itertools.pairwise(seg))  # no self pair, so none can overlap another
-    out, last = [], -2  # index of the self pair counted last: the next one overlaps it
-    for i in range(len(seg) - 1):
-        left, right = seg[i], seg[i + 1]
-        if left == right:
-            if last == i - 1:
-                continue
-            last = i
-        out.append((left, right))
-    return out
-
-
-def _net_pairs(added: Counter[Any], removed: Counter[Any], max_len: int) -> list[tuple[int, Phrase]]:
-    """(count, concatenation) of every pair still present that fits in ``max_len``."""
-    out = []
-    for (a, b), c in added.items():
-        c -= removed.get((a, b), 0)
-        if c > 0 and len(a) + len(b) <= max_len:
-            out.append((c, a + b))
-    return out
+    cost_of = [phrase_cost(k, d.alphabet_size, cfg.max_len) for k in range(cfg.max_len + 1)]
+    try:
+        phrases = greedy_phrases(uniq, [mult[s] for s in uniq], len(d), cost_of, cfg.max_len, cfg.scan_all)
+    except OverflowError:  # too many skills for int64 window codes: the plain loop has no such limit
+        return extract_dictionary_reference(seqs, alphabet, cfg, alphabet_size=alphabet_size)
+    for p in phrases:
+        d = d.with_phrase(p)
+    return d
 
 
 def extract_dictionary_reference(
