@@ -308,14 +308,14 @@ def extract_dictionary(
         [('a', 'b')]
     """
     cfg = config or MDLConfig()
-    seqs = [tuple(s) for s in sequences]
-    if sum(len(s) for s in seqs) < SMALL_CORPUS:  # numpy set-up would cost more than it saves
+    seqs = list(map(tuple, sequences))
+    if sum(map(len, seqs)) < SMALL_CORPUS:  # numpy set-up would cost more than it saves
         return extract_dictionary_reference(seqs, alphabet, cfg, alphabet_size=alphabet_size)
-    alpha = set(alphabet) if alphabet is not None else set()
-    alpha.update(x for s in seqs for x in s)
-    d = SkillDictionary.singletons(alpha, cfg.max_len, alphabet_size)
     mult = Counter(seqs)  # distinct sequence -> how many times it occurs
     uniq = list(mult)
+    alpha = set(alphabet) if alphabet is not None else set()
+    alpha.update(*uniq)
+    d = SkillDictionary.singletons(alpha, cfg.max_len, alphabet_size)
     cost_of = [phrase_cost(k, d.alphabet_size, cfg.max_len) for k in range(cfg.max_len + 1)]
     try:
         phrases = greedy_phrases(uniq, [mult[s] for s in uniq], len(d), cost_of, cfg.max_len, cfg.scan_all)

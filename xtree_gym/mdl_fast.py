@@ -19,6 +19,7 @@ This module knows nothing of :class:`~xtree_gym.mdl.SkillDictionary`; it only lo
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Hashable, Iterator, Sequence
 
@@ -41,7 +42,7 @@ class WindowTable:
     """
 
     def __init__(self, uniq: Sequence[Phrase], weights: Sequence[int], max_len: int) -> None:
-        skills = sorted({x for s in uniq for x in s}, key=str)
+        skills = sorted(set().union(*uniq), key=str)
         self.code = {x: i + 1 for i, x in enumerate(skills)}  # 0 pads
         self.base = len(skills) + 1
         if float(self.base) ** max_len >= 2**62:
@@ -51,7 +52,9 @@ class WindowTable:
         lens = np.array([len(s) for s in uniq], dtype=np.int64)
         width = int(lens.max())
         codes = np.zeros((len(uniq), width + max_len), dtype=np.int64)
-        flat = np.fromiter((self.code[x] for s in uniq for x in s), dtype=np.int64, count=int(lens.sum()))
+        flat = np.fromiter(
+            map(self.code.__getitem__, itertools.chain.from_iterable(uniq)), np.int64, int(lens.sum())
+        )
         codes[:, :width][np.arange(width)[None, :] < lens[:, None]] = flat
         win = np.zeros((len(uniq), width, max_len), dtype=np.int64)
         win[:, :, 0] = codes[:, :width]
@@ -65,6 +68,8 @@ class WindowTable:
         self.win: np.ndarray = np.asarray(dense).reshape(win.shape)
         self.first = np.asarray(first)  # dense id -> flat index of one window with that id
         self.id_len = (np.asarray(first) % max_len) + 1  # dense id -> phrase length
+        self.win_t = np.ascontiguousarray(self.win.transpose(1, 2, 0))  # (W, L, U): position-major
+        self.active = np.arange(width)[:, None] < lens[None, :]  # (W, U): position inside the sequence
         self.lens = lens
         self.weights = np.asarray(weights, dtype=np.int64)
         long = np.zeros(win.shape, dtype=bool)
@@ -108,26 +113,27 @@ class WindowTable:
             self.in_dict[i] = True
 
     def _dp(self, valid: np.ndarray, choose: bool) -> tuple[np.ndarray, np.ndarray | None]:
-        """Fewest phrases covering each suffix; ``valid`` is (..., U, W, L). With ``choose``: the first phrase's length."""
+        """Fewest phrases covering each sequence; ``valid`` is (W, L, ..., U), position-major so each
+        step reads contiguous slices. With ``choose``: each position's first-phrase length as well."""
         width, L = self.win.shape[1], self.L
         big = width + 1
-        best = np.zeros((*valid.shape[:-2], width + L + 1), dtype=np.int64)
-        choice = np.zeros((*valid.shape[:-2], width), dtype=np.int64) if choose else None
+        best = np.zeros((width + L + 1, *valid.shape[2:]), dtype=np.int64)
+        choice = np.zeros((width, *valid.shape[2:]), dtype=np.int64) if choose else None
         for i in range(width - 1, -1, -1):
             if choice is None:
-                cur = np.where(valid[..., i, :], best[..., i + 1 : i + L + 1] + 1, big).min(axis=-1)
+                cur = np.where(valid[i], best[i + 1 : i + L + 1] + 1, big).min(axis=0)
             else:  # k = L .. 1: the first minimum is the longest phrase among ties (as segment())
-                cand = np.where(valid[..., i, ::-1], best[..., i + L : i : -1] + 1, big)
-                cur = cand.min(axis=-1)
-                choice[..., i] = L - np.argmin(cand, axis=-1)
-            best[..., i] = np.where(i < self.lens, cur, 0)
-        return best[..., 0], choice
+                cand = np.where(valid[i, ::-1], best[i + L : i : -1] + 1, big)
+                cur = cand.min(axis=0)
+                choice[i] = L - np.argmin(cand, axis=0)
+            best[i] = np.where(self.active[i], cur, 0)
+        return best[0], choice
 
     def segment_ids(self) -> np.ndarray:
         """(U, W) dense ids of each sequence's minimal segmentation under the dictionary, -1 padded."""
-        _, choice = self._dp(self.in_dict[self.win], choose=True)
+        _, choice = self._dp(self.in_dict[self.win_t], choose=True)
         assert choice is not None
-        n_u, width = choice.shape
+        width, n_u = choice.shape
         rows = np.arange(n_u)
         pos = np.zeros(n_u, dtype=np.int64)
         out = np.full((n_u, width), -1, dtype=np.int64)
@@ -136,7 +142,7 @@ class WindowTable:
             if not live.any():
                 break
             at = np.minimum(pos, width - 1)
-            k = choice[rows, at]
+            k = choice[at, rows]
             out[:, j] = np.where(live, self.win[rows, at, np.maximum(k - 1, 0)], -1)
             pos = pos + np.where(live, k, 0)
         return out
@@ -144,7 +150,9 @@ class WindowTable:
     def totals(self, candidates: Sequence[Phrase]) -> list[int]:
         """For each candidate, the weighted total ``seg`` of all sequences with it added."""
         pid = np.array([self.id(p) or -1 for p in candidates], dtype=np.int64)  # -1 matches no window
-        valid = self.in_dict[self.win][None] | (self.win[None] == pid[:, None, None, None])
+        valid = self.in_dict[self.win_t][:, :, None, :] | (
+            self.win_t[:, :, None, :] == pid[None, None, :, None]
+        )
         best, _ = self._dp(valid, choose=False)
         return (best @ self.weights).tolist()
 
