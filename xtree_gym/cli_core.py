@@ -71,9 +71,11 @@ def _read(paths: list[str], skip_bad: bool) -> Corpus:
     return corpus
 
 
-def _load(paths: list[str], skip_bad: bool, sort: bool = True) -> ColumnarCorpus | Corpus:
+def _load(
+    paths: list[str], skip_bad: bool, sort: bool = True, **read_options: Any
+) -> ColumnarCorpus | Corpus:
     """Like :func:`_read`, through the columnar path when the files allow it (see ``xtree_gym.columnar``)."""
-    corpus = load_corpus(paths, skip_bad=skip_bad, sort=sort)
+    corpus = load_corpus(paths, skip_bad=skip_bad, sort=sort, **read_options)
     if corpus.skipped:
         print(f"skipped {len(corpus.skipped)} bad line(s); first: {corpus.skipped[0]}", file=sys.stderr)
     if len(corpus) == 0:

@@ -444,6 +444,7 @@ def load_corpus(
     *,
     skip_bad: bool = False,
     sort: bool = True,
+    **read_options: Any,
 ) -> ColumnarCorpus | Corpus:
     """Read corpus files for mining or tiling: columns when possible, else the validated object path.
 
@@ -451,6 +452,11 @@ def load_corpus(
     otherwise :func:`xtree_gym.corpus.read_corpus`'s :class:`Corpus` (which raises the one
     :class:`CorpusError` naming ``file:line``, or skips and counts bad lines under ``skip_bad``).
     Without ``pyarrow`` installed, always the object path. ``sort=False`` keeps line order (tiling).
+    ``read_options`` go to :func:`read_corpus` unchanged (e.g. its policy on repeated ids): the fast
+    path never sees a repeated id, so that policy always applies.
+
+    The fast path checks every field the format defines as the validator does; values under keys
+    it does not define (and inside ``slots``) are skipped unparsed, since no tree reads them.
 
     Example:
         >>> import tempfile, pathlib
@@ -470,6 +476,6 @@ def load_corpus(
         pyarrow()
         return read_columnar(paths, sort=sort)
     except (FastPathUnavailable, ImportError):
-        return read_corpus(paths, skip_bad=skip_bad)
+        return read_corpus(paths, skip_bad=skip_bad, **read_options)
     except CorpusError:  # e.g. an unreadable Parquet file: the validator's message is the one to show
-        return read_corpus(paths, skip_bad=skip_bad)
+        return read_corpus(paths, skip_bad=skip_bad, **read_options)
