@@ -85,6 +85,9 @@ def _load(
 
 def cmd_mine(args: argparse.Namespace) -> int:
     corpus = _load(args.corpus, args.skip_bad)
+    if isinstance(corpus, ColumnarCorpus):  # nothing reads the token strings after encoding: free them
+        corpus = corpus.sort()
+        corpus.keep_tokens = False
     overrides = {f: getattr(args, f) for f, _ in _OVERRIDES.values()}
     cfg = MinerConfig.preset(args.preset, **overrides)
     tree = mine(corpus, cfg, domain=args.domain, progress=None, name=args.name, engine=args.engine)

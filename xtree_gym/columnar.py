@@ -75,6 +75,9 @@ class ColumnarCorpus:
     """(n,) int64: the file row of the ``i``-th trajectory; ``None`` keeps file order."""
     sorted_by_id: bool = False
     """Whether ``order`` (or file order) is the id order the miner needs."""
+    keep_tokens: bool = True
+    """False: :meth:`encode` drops the token column once encoded, freeing its memory (``xtree mine``
+    sets it; indexing then gives steps without a token)."""
     skipped: tuple[()] = ()
     """Always empty: a file with bad lines is read by the validator instead."""
 
@@ -139,6 +142,8 @@ class ColumnarCorpus:
         if self.order is not None:
             flat, offsets = _permute(flat, offsets, self.order)
             task, success = task[self.order], success[self.order]
+        if not self.keep_tokens:
+            self.tokens = None
         return EncodedCorpus(
             flat=flat, offsets=offsets, success=success, task=task, vocab=vocab, task_names=task_names
         )
