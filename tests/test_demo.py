@@ -19,7 +19,13 @@ TASKS = ["boil", "melt", "find-animal", "find-plant", "chemistry-mix", "power-co
 def test_demo_collects_mines_and_tiles(sciworld_env, tmp_path) -> None:
     buf = io.StringIO()
     result = run_demo(
-        tasks=TASKS, per_task=1, env=sciworld_env, out=str(tmp_path), stream=buf, show_task="boil"
+        tasks=TASKS,
+        per_task=1,
+        env=sciworld_env,
+        out=str(tmp_path),
+        stream=buf,
+        show_task="boil",
+        collect=True,
     )
     text = buf.getvalue()
     trajectories, tree, episode = result["trajectories"], result["tree"], result["episode"]
@@ -47,4 +53,7 @@ def test_demo_refuses_an_unknown_show_task_before_starting_anything() -> None:
     buf = io.StringIO()
     with pytest.raises(EnvConfigError, match="unknown ScienceWorld task 'boyl'"):
         run_demo(tasks=["boil"], show_task="boyl", stream=buf)
+    assert buf.getvalue() == ""
+    with pytest.raises(EnvConfigError, match="unknown ScienceWorld task 'boyl'"):
+        run_demo(tasks=["boyl"], stream=buf)  # the live tasks too
     assert buf.getvalue() == ""

@@ -201,7 +201,7 @@ def test_bad_input_is_one_error_line(tmp_path, capsys, command):
     out = str(tmp_path / "out")
     cases = [  # (argv after the command, text the message must hold)
         ([str(tmp_path / "missing.json"), "-o", out], "missing.json"),
-        ([str(tmp_path / "bin.json"), "-o", out], "bin.json: not UTF-8"),
+        ([str(tmp_path / "bin.json"), "-o", out], "bin.json:1: not UTF-8"),
         ([tree, "--corpus", str(tmp_path / "fake.jsonl.gz"), "-o", out], "fake.jsonl.gz: cannot read"),
         ([tree, "--corpus", str(tmp_path / "lines.jsonl"), "-o", out], "lines.jsonl:2"),
         ([tree, "--corpus", corpus, "--domain", "nosuch", "-o", out], "unknown domain 'nosuch'"),

@@ -201,3 +201,21 @@ def test_hung_step_is_killed_by_the_watchdog(sciworld_jvm) -> None:
         assert "fault" not in info
     finally:
         env.close()
+
+
+def test_lone_surrogate_is_an_invalid_action_and_the_episode_goes_on(sciworld_env) -> None:
+    # "\ud83d" (half of an emoji) cannot be encoded for py4j: an invalid action, not a "JVM died" fault
+    env = sciworld_env
+    env.reset(options={"task": "boil", "variation": 0})
+    obs, reward, terminated, truncated, info = env.step("open door to " + chr(0xD83D))
+    assert info["invalid_action"] and info["xtree"]["invalid"] and "fault" not in info
+    assert (reward, terminated, truncated) == (0.0, False, False) and obs.startswith("No known action")
+    obs, *_, info = env.step("open door to kitchen")
+    assert obs == "The door is now open." and not info["invalid_action"]
+
+
+def test_no_step_after_the_episode_ended(sciworld_env) -> None:
+    actions, _infos, last = _replay(sciworld_env, "boil", 0)
+    assert last[2] and last[4]["won"]
+    with pytest.raises(EnvConfigError, match="after the episode ended"):
+        sciworld_env.step(actions[-1])

@@ -237,3 +237,20 @@ def test_demo_catalogue_without_shared_data(tmp_path, monkeypatch):
     env.reset(options={"goal_idx": 0})
     obs, *_ = env.step("search[hat]")
     assert "B000DEMO02 [SEP] Wool Winter Hat [SEP] $8.5 to $11.0" in obs
+
+
+def test_blank_search_runs_and_shows_zero_results(tmp_path):
+    # the original's parser takes any non-empty text in the brackets: "search[ ]" searches for a
+    # blank and shows a results page with 0 results; "search[]" does not parse (invalid)
+    pytest.importorskip("bm25s")
+    pytest.importorskip("Stemmer")
+    from xtree_gym.envs.webshop import WebShopEnv
+    from xtree_gym.envs.webshop_data import write_demo_data
+
+    env = WebShopEnv(data_dir=str(write_demo_data(tmp_path)), split="all")
+    obs0, _ = env.reset(options={"goal_idx": 0})
+    obs, reward, term, _, info = env.step("search[]")
+    assert info["invalid"] and obs == obs0
+    obs, reward, term, _, info = env.step("search[ ]")
+    assert not info["invalid"] and info["page"] == "results" and (reward, term) == (0.0, False)
+    assert "Total results: 0" in obs and info["available_actions"]["clickables"] == ["back to search"]

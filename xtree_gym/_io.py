@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import errno
 import gzip
 import io
+import json
+import math
 import os
+import re
+import signal
+import sys
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from .errors import XTreeError
 
 
 @contextmanager
@@ -23,8 +32,18 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[st
     if mode not in ("w", "wt"):
         raise ValueError(f"atomic_open writes text only, got mode {mode!r}")
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    if target.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a directory, not a file", str(target))
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        sweep_stale_temps(target)
+        # The pid in the name lets a later run tell a dead writer's debris from a live write.
+        fd, tmp = tempfile.mkstemp(
+            prefix=f"{_temp_prefix(target)}{os.getpid()}.", suffix=".tmp", dir=target.parent
+        )
+    except OSError as exc:  # name the output the user chose, not the temp file beside it
+        raise OSError(exc.errno, exc.strerror, str(target)) from None
+    _LIVE_TEMPS.add(tmp)
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the usual permissions
@@ -41,11 +60,24 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[st
                     yield text
                     text.flush()
                     os.fsync(raw.fileno())
-        os.replace(tmp, target)
+        try:
+            os.replace(tmp, target)
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, str(target)) from None
+    except UnicodeEncodeError as exc:  # a lone surrogate that slipped past the readers
+        _remove(tmp)
+        from .errors import CorpusError
+
+        raise CorpusError(
+            f"cannot write {str(target)!r}: the text holds a lone surrogate "
+            f"({exc.object[exc.start : exc.end]!r}), which UTF-8 cannot encode",
+            fix="drop or repair that string (a lone surrogate is half of a broken emoji escape)",
+        ) from None
     except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        _remove(tmp)
         raise
+    finally:
+        _LIVE_TEMPS.discard(tmp)
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
@@ -54,9 +86,300 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
         fh.write(text)
 
 
+def open_bytes(path: str | os.PathLike[str]) -> IO[bytes]:
+    """Open a file for reading bytes, decompressing ``.gz`` transparently (readers decode per line)."""
+    p = Path(path)
+    if p.suffix == ".gz":
+        return cast(IO[bytes], gzip.open(p, "rb"))
+    return open(p, "rb")
+
+
 def open_text(path: str | os.PathLike[str]) -> IO[str]:
     """Open a text file for reading, decompressing ``.gz`` transparently."""
     p = Path(path)
     if p.suffix == ".gz":
         return io.TextIOWrapper(gzip.open(p, "rb"), encoding="utf-8")
     return open(p, encoding="utf-8")
+
+
+# -- temp files: never leave debris ------------------------------------------------------------------
+_LIVE_TEMPS: set[str] = set()  # temps of atomic writes in progress in this process
+_TEMP_RE = re.compile(r"\.(\d+)\.[A-Za-z0-9_]+\.tmp$")  # ".<pid>.<random>.tmp" after the prefix
+
+
+def _temp_prefix(target: Path) -> str:
+    return f".{target.name}."
+
+
+def _remove(tmp: str) -> None:
+    with suppress(FileNotFoundError):
+        os.unlink(tmp)
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True
+
+
+def sweep_stale_temps(target: str | os.PathLike[str]) -> list[str]:
+    """Remove the temps that killed writers of ``target`` left (``.NAME.<pid>.<random>.tmp``, pid dead).
+
+    A write killed by SIGKILL or a power cut cannot clean up after itself; the next write of the
+    same file does. Temps of a writer that still runs, and files of any other naming, are kept.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> d = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (d / ".t.json.999999999.abc123.tmp").write_text("half")   # no such pid
+        >>> _ = (d / ".t.json.notours.tmp").write_text("keep")
+        >>> [pathlib.Path(p).name for p in sweep_stale_temps(d / "t.json")]
+        ['.t.json.999999999.abc123.tmp']
+        >>> sorted(p.name for p in d.iterdir())
+        ['.t.json.notours.tmp']
+    """
+    target = Path(target)
+    prefix = _temp_prefix(target)
+    removed: list[str] = []
+    try:
+        names = os.listdir(target.parent)
+    except OSError:
+        return removed
+    for name in names:
+        if not name.startswith(prefix):
+            continue
+        m = _TEMP_RE.fullmatch(name[len(prefix) - 1 :])
+        if m is None or _pid_alive(int(m.group(1))):
+            continue
+        path = str(target.parent / name)
+        try:
+            os.unlink(path)
+            removed.append(path)
+        except OSError:
+            pass
+    return sorted(removed)
+
+
+def install_cleanup_handlers() -> None:
+    """Make SIGTERM and SIGHUP unwind the stack (as Ctrl-C does), so an interrupted write removes its temp.
+
+    Called by the ``xtree`` command; a library user's own handlers are left alone (only the
+    default disposition is replaced), and it does nothing outside the main thread.
+    """
+
+    def _unwind(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if sig is None:
+            continue
+        try:
+            if signal.getsignal(sig) is signal.SIG_DFL:
+                signal.signal(sig, _unwind)
+        except ValueError:  # not the main thread
+            return
+
+
+# -- outputs never replace inputs ---------------------------------------------------------------------
+def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """Whether two paths name one file: equal real paths, or the same inode (a hard link).
+
+    Example:
+        >>> import tempfile, pathlib, os
+        >>> d = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (d / "c.jsonl").write_text("x")
+        >>> os.link(d / "c.jsonl", d / "h.jsonl")
+        >>> same_file(d / "c.jsonl", d / "sub" / ".." / "c.jsonl"), same_file(d / "c.jsonl", d / "h.jsonl")
+        (True, True)
+        >>> same_file(d / "c.jsonl", d / "new.jsonl")
+        False
+    """
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        sa, sb = os.stat(a), os.stat(b)
+    except OSError:  # one of them does not exist (yet): not the same file
+        return False
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
+def refuse_overwrite(
+    output: str | os.PathLike[str],
+    inputs: Iterable[str | os.PathLike[str] | None],
+    *,
+    option: str = "-o",
+    error: type[XTreeError] | None = None,
+) -> None:
+    """Raise one clear error when ``output`` resolves to one of ``inputs`` (``..``, symlinks, hard links).
+
+    Every ``xtree`` command that writes calls this before reading anything, so no run can replace
+    the file it reads with what it made of it.
+
+    Example:
+        >>> refuse_overwrite("out/tree.json", ["corpus.jsonl"])   # different files: fine
+        >>> refuse_overwrite("./c.jsonl", ["c.jsonl"])
+        Traceback (most recent call last):
+        xtree_gym.errors.ConfigError: output './c.jsonl' (-o) is the input file 'c.jsonl'; writing it would destroy the input -- fix: write to a different path with -o
+    """
+    from .errors import ConfigError
+
+    for inp in inputs:
+        if inp is None:
+            continue
+        if same_file(output, inp):
+            err = error or ConfigError
+            raise err(
+                f"output {str(output)!r} ({option}) is the input file {str(inp)!r}; writing it would destroy the input",
+                fix=f"write to a different path with {option}",
+            )
+
+
+# -- strict JSON: one clear problem instead of RecursionError, NaN or an unencodable surrogate ---------
+MAX_JSON_DEPTH = 100
+"""Deepest nesting of arrays/objects accepted in a record (real records nest fewer than 10 levels)."""
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_HUGE_EXPONENT = re.compile(r"\d[eE]\+?\d{3}")  # 1e400 parses to inf without NaN/Infinity in the text
+
+
+class JSONProblem(ValueError):
+    """Text that is not acceptable JSON for xtree_gym; ``str()`` says why (and the line, if multi-line)."""
+
+    def __init__(self, problem: str, lineno: int | None = None) -> None:
+        self.problem = problem
+        self.lineno = lineno
+        super().__init__(problem)
+
+
+def _reject_constant(name: str) -> float:
+    raise JSONProblem(f"{name} is not a number JSON allows (NaN/Infinity would skew every count and rate)")
+
+
+def _finite_float(text: str) -> float:
+    x = float(text)
+    if math.isinf(x):
+        raise JSONProblem(f"{text} overflows to infinity (NaN/Infinity would skew every count and rate)")
+    return x
+
+
+def _depth_exceeds(obj: Any, limit: int) -> bool:
+    stack: list[tuple[Any, int]] = [(obj, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (list, dict)):
+            if depth > limit:
+                return True
+            children = node.values() if isinstance(node, dict) else node
+            stack.extend((c, depth + 1) for c in children if isinstance(c, (list, dict)))
+    return False
+
+
+def _lone_surrogate(obj: Any) -> str | None:
+    """The first string (key or value) holding a lone surrogate, if any."""
+    stack = [obj]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            try:
+                node.encode("utf-8")
+            except UnicodeEncodeError:
+                return node
+        elif isinstance(node, dict):
+            stack.extend(node.keys())
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return None
+
+
+def loads_strict(text: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """``json.loads`` that refuses what would crash or skew later stages, with one :class:`JSONProblem`.
+
+    Refused: invalid JSON (the message names the column), ``NaN``/``Infinity``, nesting deeper than
+    ``max_depth`` (``json`` itself raises RecursionError at ~1,000 levels, and deep values break
+    every writer), and lone surrogate escapes such as ``"\\ud83d"`` (valid JSON that UTF-8 cannot
+    encode, so the first write of the record would fail). The checks beyond ``json.loads`` run only
+    when a cheap scan of the text says they could fire.
+
+    Example:
+        >>> loads_strict('{"a": [1, 2.5, "\\\\ud83d\\\\ude00"]}')
+        {'a': [1, 2.5, '😀']}
+        >>> for bad in ('{"r": NaN}', '[1e400]', '[' * 200 + ']' * 200, '"\\\\ud83d"', '{"a": '):
+        ...     try:
+        ...         loads_strict(bad)
+        ...     except JSONProblem as exc:
+        ...         print(exc)
+        NaN is not a number JSON allows (NaN/Infinity would skew every count and rate)
+        1e400 overflows to infinity (NaN/Infinity would skew every count and rate)
+        nested deeper than 100 levels
+        lone surrogate escape in '\\ud83d' (UTF-8 cannot encode it)
+        not valid JSON (Expecting value at column 7)
+    """
+    parse_float = _finite_float if _HUGE_EXPONENT.search(text) else None
+    try:
+        obj = json.loads(text, parse_constant=_reject_constant, parse_float=parse_float)
+    except json.JSONDecodeError as exc:
+        raise JSONProblem(
+            f"not valid JSON ({exc.msg} at column {exc.colno})"
+            if exc.lineno == 1
+            else f"not valid JSON ({exc.msg})",
+            exc.lineno,
+        ) from None
+    except RecursionError:
+        raise JSONProblem(f"nested deeper than {max_depth} levels") from None
+    except JSONProblem:
+        raise
+    except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+        raise JSONProblem(f"not valid JSON ({exc})") from None
+    if text.count("[") + text.count("{") > max_depth and _depth_exceeds(obj, max_depth):
+        raise JSONProblem(f"nested deeper than {max_depth} levels")
+    if ("\\u" in text or "\\U" in text) and _SURROGATE_ESCAPE.search(text):
+        bad = _lone_surrogate(obj)
+        if bad is not None:
+            shown = bad if len(bad) <= 40 else bad[:37] + "..."
+            raise JSONProblem(f"lone surrogate escape in {shown!r} (UTF-8 cannot encode it)")
+    return obj
+
+
+def finite_number(x: Any) -> bool:
+    """Whether ``x`` is an int or a float that a float can hold finitely (not a bool).
+
+    Example:
+        >>> finite_number(1), finite_number(0.5), finite_number(float("nan")), finite_number(True)
+        (True, True, False, False)
+        >>> finite_number(10**400)   # an int, but float(x) would overflow
+        False
+    """
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return False
+    if isinstance(x, int):
+        return -sys.float_info.max <= x <= sys.float_info.max  # exact int/float comparison, no overflow
+    return math.isfinite(x)
+
+
+# -- inputs: say what is wrong with the path -------------------------------------------------------------
+def input_problem(path: str | os.PathLike[str], what: str = "file") -> str | None:
+    """Why ``path`` cannot be read as an input file, or None when it can (a directory is called one).
+
+    Example:
+        >>> import tempfile
+        >>> d = tempfile.mkdtemp()
+        >>> input_problem(d, "corpus file").endswith("is a directory, not a corpus file")
+        True
+        >>> input_problem(d + "/nope.jsonl", "corpus file").endswith("does not exist")
+        True
+    """
+    p = Path(path)
+    if p.is_dir():
+        return f"{what} {str(p)!r} is a directory, not a {what}"
+    if not p.exists():
+        return f"{what} {str(p)!r} does not exist"
+    if not p.is_file():
+        return f"{what} {str(p)!r} is not a regular file"
+    return None

@@ -25,6 +25,7 @@ _PLUGIN_MODULES = (
     "xtree_gym.demo",
     "xtree_gym.render.cli",
     "xtree_gym.mdl_cli",
+    "xtree_gym.agents.cli",
     "xtree_gym.convert_cli",
 )
 
@@ -54,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from ._io import install_cleanup_handlers
+
+    install_cleanup_handlers()  # SIGTERM/SIGHUP unwind like Ctrl-C: a write in progress removes its temp
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

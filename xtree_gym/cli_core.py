@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from ._io import refuse_overwrite
 from .columnar import ColumnarCorpus, load_corpus
 from .config import PRESETS, MinerConfig
 from .corpus import Corpus, corpus_stats, read_corpus
@@ -38,6 +39,7 @@ def register_cli(sub: Any, collect_sub: Any) -> None:
     p.add_argument("--name", default="", help="corpus name recorded in the tree file")
     p.add_argument("--engine", default="fast", choices=["fast", "reference"], help="miner implementation")
     p.add_argument("--skip-bad", action="store_true", help="skip and count malformed corpus lines")
+    add_keep_duplicates(p)
     p.add_argument("-o", "--output", required=True, help="tree file to write (JSON)")
     p.set_defaults(func=cmd_mine)
 
@@ -53,19 +55,36 @@ def register_cli(sub: Any, collect_sub: Any) -> None:
     p.add_argument("--domain", help="canonicalizer for steps without a 'token'")
     p.add_argument("--limit", type=int, default=None, help="print at most this many tilings")
     p.add_argument("--skip-bad", action="store_true")
+    add_keep_duplicates(p)
     p.set_defaults(func=cmd_tile)
 
     p = sub.add_parser("stats", help="corpus statistics")
     p.add_argument("corpus", nargs="+")
     p.add_argument("--skip-bad", action="store_true")
+    add_keep_duplicates(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_stats)
 
 
-def _read(paths: list[str], skip_bad: bool) -> Corpus:
-    corpus = read_corpus(paths, skip_bad=skip_bad)
+def add_keep_duplicates(p: argparse.ArgumentParser) -> None:
+    """The one flag that lets a corpus hold two records with one id (kept, counted, reported)."""
+    p.add_argument(
+        "--keep-duplicates",
+        action="store_true",
+        help="keep records whose id repeats an earlier one (default: error, as they count an episode twice)",
+    )
+
+
+def _read(paths: list[str], skip_bad: bool, keep_duplicates: bool = False) -> Corpus:
+    corpus = read_corpus(paths, skip_bad=skip_bad, keep_duplicates=keep_duplicates)
     if corpus.skipped:
         print(f"skipped {len(corpus.skipped)} bad line(s); first: {corpus.skipped[0]}", file=sys.stderr)
+    if corpus.duplicates:
+        print(
+            f"kept {len(corpus.duplicates)} record(s) with a repeated id (--keep-duplicates); "
+            f"first: {corpus.duplicates[0]}",
+            file=sys.stderr,
+        )
     if len(corpus) == 0:
         raise CorpusError(f"no trajectories in {', '.join(paths)}", fix="check the corpus file(s)")
     return corpus
@@ -78,13 +97,20 @@ def _load(
     corpus = load_corpus(paths, skip_bad=skip_bad, sort=sort, **read_options)
     if corpus.skipped:
         print(f"skipped {len(corpus.skipped)} bad line(s); first: {corpus.skipped[0]}", file=sys.stderr)
+    duplicates = getattr(corpus, "duplicates", ())  # the object path's repeated ids (--keep-duplicates)
+    if duplicates:
+        print(
+            f"kept {len(duplicates)} record(s) with a repeated id (--keep-duplicates); first: {duplicates[0]}",
+            file=sys.stderr,
+        )
     if len(corpus) == 0:
         raise CorpusError(f"no trajectories in {', '.join(paths)}", fix="check the corpus file(s)")
     return corpus
 
 
 def cmd_mine(args: argparse.Namespace) -> int:
-    corpus = _load(args.corpus, args.skip_bad)
+    refuse_overwrite(args.output, args.corpus)
+    corpus = _load(args.corpus, args.skip_bad, keep_duplicates=args.keep_duplicates)
     if isinstance(corpus, ColumnarCorpus):  # nothing reads the token strings after encoding: free them
         corpus = corpus.sort()
         corpus.keep_tokens = False
@@ -136,8 +162,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_tile(args: argparse.Namespace) -> int:
     tree = XTree.load(args.tree)
-    corpus = _load([args.corpus], args.skip_bad, sort=False)  # tilings print in line order
-    if isinstance(corpus, ColumnarCorpus):
+    corpus = _load([args.corpus], args.skip_bad, sort=False, keep_duplicates=args.keep_duplicates)
+    if isinstance(corpus, ColumnarCorpus):  # tilings print in line order
         ids, tokens = corpus.id_list(), corpus.token_lists()
     else:
         ids, tokens = [t.id for t in corpus], trajectory_tokens(corpus.trajectories, args.domain)
@@ -156,9 +182,10 @@ def cmd_tile(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    corpus = _read(args.corpus, args.skip_bad)
+    corpus = _read(args.corpus, args.skip_bad, args.keep_duplicates)
     st = corpus_stats(corpus.trajectories)
     st["n_skipped_lines"] = len(corpus.skipped)
+    st["n_duplicate_ids"] = len(corpus.duplicates)
     if args.json:
         print(json.dumps(st, indent=1))
     else:

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ._io import MAX_JSON_DEPTH, JSONProblem, loads_strict
 from .arrow_io import arrow_table, is_parquet, open_parquet, pyarrow
 from .corpus import Corpus, Step, Trajectory, read_corpus
 from .errors import CorpusError
@@ -41,6 +42,8 @@ CHUNK_BYTES = 64 << 20
 _NULL_KEY = re.compile(rb'(?<!\\)"(?:id|success|steps|env|task|goal|action)"\s*:\s*null')
 
 
+_BIG_INT_DIGITS = 4300  # Python's int() refuses longer digit strings (the validator names the line)
+_BIG_INT = re.compile(rb"\d{%d}" % _BIG_INT_DIGITS)
 _BLANK_START = re.compile(rb"[ \t\r\f\v]*(?:\n|$)")  # the block opens with a blank line
 _BLANK_LINE = re.compile(rb"\n[ \t\r\f\v]*\n")  # a blank line inside (the last newline excluded)
 
@@ -262,10 +265,51 @@ def _n_records(block: bytes) -> int:
     return n
 
 
+def _strict_problem(block: bytes) -> str | None:
+    """Why the strict line validator might refuse a line of ``block`` that Arrow would take, or None.
+
+    Arrow's reader accepts invalid UTF-8 inside strings, ``NaN``/``Infinity``, any nesting and
+    integers of any length in the values it skips, and reads a ``null`` like a missing key; the
+    validator (``_io.loads_strict``) refuses those. Cheap scans find the blocks where that can
+    happen (false alarms only cost speed): non-ASCII text that is not UTF-8, the words ``NaN`` or
+    ``Infinity``, a ``null`` for a required or string key, a line with more brackets than the depth
+    limit that ``loads_strict`` then refuses, a line long enough for a 4,300-digit integer holding one.
+
+    Example:
+        >>> _strict_problem(b'{"id": "a", "n": [[1]]}\\n'), _strict_problem(b'{"id": "a\\xff"}\\n')
+        (None, 'not UTF-8 text')
+        >>> _strict_problem(b'{"x": ' + b"[" * 150 + b"]" * 150 + b"}\\n")
+        'nested deeper than 100 levels'
+    """
+    if not block.isascii():
+        try:
+            block.decode("utf-8")
+        except UnicodeDecodeError:
+            return "not UTF-8 text"
+    if b"NaN" in block or b"Infinity" in block:
+        return "NaN or Infinity in the text"
+    if b"null" in block and _NULL_KEY.search(block):
+        return "a required or string field is null"
+    start = 0
+    while start < len(block):
+        end = block.find(b"\n", start)
+        end = len(block) if end < 0 else end
+        if block.count(b"{", start, end) + block.count(b"[", start, end) > MAX_JSON_DEPTH:
+            try:
+                loads_strict(block[start:end].decode("utf-8"))
+            except JSONProblem as exc:
+                return str(exc)
+        if end - start > _BIG_INT_DIGITS and _BIG_INT.search(block, start, end):
+            return "an integer of 4,300+ digits"
+        start = end + 1
+    return None
+
+
 def _parse_block(pa: Any, block: bytes) -> Any:
     """One JSONL block -> an Arrow table of the mining columns, or :class:`FastPathUnavailable`."""
-    if b"null" in block and _NULL_KEY.search(block):
-        raise FastPathUnavailable("a required or string field is null")
+    problem = _strict_problem(block)
+    if problem:
+        raise FastPathUnavailable(problem)
     opts = pa.json.ParseOptions(explicit_schema=_json_schema(pa), unexpected_field_behavior="ignore")
     size = 16 << 20
     int_ids = False
@@ -460,8 +504,10 @@ def load_corpus(
     ``read_options`` go to :func:`read_corpus` unchanged (e.g. its policy on repeated ids): the fast
     path never sees a repeated id, so that policy always applies.
 
-    The fast path checks every field the format defines as the validator does; values under keys
-    it does not define (and inside ``slots``) are skipped unparsed, since no tree reads them.
+    The fast path checks every field the format defines as the validator does, and sends any
+    text holding ``NaN``/``Infinity`` to it; values under keys it does not define (and inside
+    ``slots``) are otherwise skipped unparsed (nesting depth, 4,300-digit integers), since no tree
+    reads them.
 
     Example:
         >>> import tempfile, pathlib

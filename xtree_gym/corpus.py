@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._io import atomic_open, open_text
+from ._io import JSONProblem, atomic_open, finite_number, input_problem, loads_strict, open_bytes
 from .arrow_io import arrow_table, is_parquet, iter_parquet_records, table_records, write_parquet
 from .errors import CorpusError
 
@@ -121,6 +121,8 @@ class Corpus:
 
     trajectories: list[Trajectory]
     skipped: list[BadLine] = field(default_factory=list)
+    duplicates: list[BadLine] = field(default_factory=list)
+    """Records whose id an earlier record already had, kept under ``keep_duplicates`` only."""
 
     def __iter__(self) -> Iterator[Trajectory]:
         return iter(self.trajectories)
@@ -174,10 +176,7 @@ def trajectory_from_dict(obj: Any) -> Trajectory:
         val = obj.get(key, "")
         _require(isinstance(val, str), f"{key} is {val!r}, expected a string")
     reward = obj.get("reward")
-    _require(
-        reward is None or (isinstance(reward, (int, float)) and not isinstance(reward, bool)),
-        f"reward is {reward!r}, expected a number",
-    )
+    _require(reward is None or finite_number(reward), f"reward is {reward!r}, expected a finite number")
     extra = {k: v for k, v in obj.items() if k not in _TRAJ_KEYS}
     return Trajectory(
         id=str(tid),
@@ -192,39 +191,56 @@ def trajectory_from_dict(obj: Any) -> Trajectory:
 
 
 def iter_corpus(
-    path: str | os.PathLike[str], *, skip_bad: bool = False, skipped: list[BadLine] | None = None
+    path: str | os.PathLike[str],
+    *,
+    skip_bad: bool = False,
+    skipped: list[BadLine] | None = None,
+    lines: list[int] | None = None,
 ) -> Iterator[Trajectory]:
     """Yield the trajectories of one JSONL(.gz) file; blank lines are allowed.
 
-    A malformed line raises :class:`CorpusError` naming ``file:line``; with ``skip_bad`` it
-    is appended to ``skipped`` instead (never dropped without a trace).
+    A malformed line (bad JSON, NaN, too deep, a lone surrogate, not UTF-8, a mistyped field)
+    raises :class:`CorpusError` naming ``file:line``; with ``skip_bad`` it is appended to
+    ``skipped`` instead (never dropped without a trace). ``lines`` receives each yielded record's
+    line number.
     """
     p = Path(path)
-    if not p.is_file():
-        raise CorpusError(f"corpus file {str(p)!r} does not exist", fix="check the path")
+    problem = input_problem(p, "corpus file")
+    if problem:
+        raise CorpusError(problem, fix="pass a corpus JSONL(.gz) file")
     try:
         if is_parquet(p):
-            yield from _iter_records(iter_parquet_records(p), str(p), "row", skip_bad, skipped)
+            yield from _iter_records(iter_parquet_records(p), str(p), "row", skip_bad, skipped, lines)
             return
-        yield from _iter_lines(p, skip_bad, skipped)
-    except (UnicodeDecodeError, EOFError, OSError) as exc:  # binary file, fake or truncated .gz
-        reason = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else f"{type(exc).__name__}: {exc}"
+        yield from _iter_lines(p, skip_bad, skipped, lines)
+    except (EOFError, OSError) as exc:  # fake or truncated .gz, unreadable file
         raise CorpusError(
-            f"cannot read the file ({reason})", where=str(p), fix="pass a UTF-8 JSONL file (or gzip of one)"
+            f"cannot read the file ({type(exc).__name__}: {exc})",
+            where=str(p),
+            fix="pass a UTF-8 JSONL file (or gzip of one)",
         ) from None
 
 
-def _iter_lines(p: Path, skip_bad: bool, skipped: list[BadLine] | None) -> Iterator[Trajectory]:
-    with open_text(p) as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
+def _iter_lines(
+    p: Path, skip_bad: bool, skipped: list[BadLine] | None, lines: list[int] | None = None
+) -> Iterator[Trajectory]:
+    with open_bytes(p) as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.strip():
                 continue
             try:
                 try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise _RecordProblem(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
-                yield trajectory_from_dict(obj)
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise _RecordProblem(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+                try:
+                    obj = loads_strict(line)
+                except JSONProblem as exc:
+                    raise _RecordProblem(str(exc)) from None
+                traj = trajectory_from_dict(obj)
+                if lines is not None:
+                    lines.append(lineno)
+                yield traj
             except _RecordProblem as exc:
                 if skip_bad:
                     if skipped is not None:
@@ -238,12 +254,20 @@ def _iter_lines(p: Path, skip_bad: bool, skipped: list[BadLine] | None) -> Itera
 
 
 def _iter_records(
-    records: Iterable[Any], source: str, unit: str, skip_bad: bool, skipped: list[BadLine] | None
+    records: Iterable[Any],
+    source: str,
+    unit: str,
+    skip_bad: bool,
+    skipped: list[BadLine] | None,
+    lines: list[int] | None = None,
 ) -> Iterator[Trajectory]:
     """Trajectories from already-parsed records (Parquet rows); a bad one names ``source row N``."""
     for n, obj in enumerate(records, start=1):
         try:
-            yield trajectory_from_dict(obj)
+            traj = trajectory_from_dict(obj)
+            if lines is not None:
+                lines.append(n)
+            yield traj
         except _RecordProblem as exc:
             if skip_bad:
                 if skipped is not None:
@@ -255,11 +279,18 @@ def _iter_records(
 
 
 def read_corpus(
-    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], *, skip_bad: bool = False
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    *,
+    skip_bad: bool = False,
+    keep_duplicates: bool = False,
 ) -> Corpus:
     """Read one or more corpus files (``.jsonl``, ``.jsonl.gz`` or ``.parquet``).
 
     A ``.parquet`` file (see :mod:`xtree_gym.arrow_io`) is read by the same function.
+
+    Two records with one ``id`` (in one file or across files) are a :class:`CorpusError`: the
+    miner would count the episode twice. ``keep_duplicates`` keeps them and lists each repeat in
+    ``Corpus.duplicates``.
 
     Example:
         >>> import tempfile, pathlib
@@ -273,9 +304,50 @@ def read_corpus(
         paths = [paths]
     skipped: list[BadLine] = []
     trajs: list[Trajectory] = []
+    first: dict[str, str] = {}  # id -> file:line of its first record
+    duplicates: list[BadLine] = []
     for path in paths:
-        trajs.extend(iter_corpus(path, skip_bad=skip_bad, skipped=skipped))
-    return Corpus(trajs, skipped)
+        lines: list[int] = []
+        start = len(trajs)
+        trajs.extend(iter_corpus(path, skip_bad=skip_bad, skipped=skipped, lines=lines))
+        check_unique_ids(trajs[start:], lines, path, first, duplicates, keep=keep_duplicates)
+    return Corpus(trajs, skipped, duplicates)
+
+
+def check_unique_ids(
+    trajectories: Sequence[Trajectory],
+    lines: Sequence[int],
+    path: str | os.PathLike[str],
+    first: dict[str, str],
+    duplicates: list[BadLine],
+    *,
+    keep: bool = False,
+) -> None:
+    """Refuse (or, with ``keep``, record in ``duplicates``) a record whose id ``first`` already holds.
+
+    ``first`` maps each id seen so far to its ``file:line``; pass the same dict for every file
+    of one corpus. ``lines`` gives each trajectory's line number.
+
+    Example:
+        >>> ts = [Trajectory("a", [], True), Trajectory("a", [], False)]
+        >>> dups: list[BadLine] = []
+        >>> check_unique_ids(ts, [1, 3], "c.jsonl", {}, dups, keep=True)
+        >>> [str(d) for d in dups]
+        ["c.jsonl:3: id 'a' first at c.jsonl:1"]
+    """
+    for t, lineno in zip(trajectories, lines):
+        here = f"{path}:{lineno}"
+        seen = first.setdefault(t.id, here)
+        if seen == here:
+            continue
+        if not keep:
+            raise CorpusError(
+                f"trajectory id {t.id!r} again (first at {seen}); the miner would count the episode twice",
+                where=here,
+                fix="give every trajectory its own id, or pass --keep-duplicates (keep_duplicates=True) "
+                "to keep and count the repeats",
+            )
+        duplicates.append(BadLine(str(path), lineno, f"id {t.id!r} first at {seen}"))
 
 
 def write_corpus(path: str | os.PathLike[str], trajectories: Iterable[Trajectory | Mapping[str, Any]]) -> int:

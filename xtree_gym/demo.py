@@ -1,21 +1,22 @@
-"""``xtree demo``: the whole pipeline on the real ScienceWorld simulator, in a few minutes.
+"""``xtree demo``: mine an X-Tree, then watch it pay skill bonuses live on the real ScienceWorld simulator.
 
-1. start the simulator (a JVM per worker, ``-Xmx1g``);
-2. replay one gold episode per task type live (``--per-task`` for more), canonicalizing every action;
-3. mine an X-Tree with the ScienceWorld preset (``mine(trajectories, "scienceworld")``);
-4. print the tree summary and its largest nodes;
-5. print one episode tiled by the tree -- the paper's Figure 5 as text: one row per step (raw action
-   and token), one band per top-level segment.
+1. mine a tree from the packaged gold sample (278 episodes over the 30 task types) with the paper's
+   ScienceWorld preset -- the same tree, byte for byte, on every run and machine;
+2. print the tree summary, its most widely shared nodes and one episode tiled by the tree (the paper's
+   Figure 5 as text);
+3. start the simulator (one JVM, ``-Xmx1g``) and play a few episodes live through
+   :class:`~xtree_gym.wrappers.reward.XTreeBonus`, printing each node as the episode completes it and
+   the bonus it earns -- the online half of the method.
 
-The two mendelian-genetics tasks are skipped unless ``--include-slow`` (their gold paths take ~30 s
-each to generate, and their steps are 5-10x slower than the others').
+The live episodes replay the sample's recorded actions, so their steps, nodes and bonuses are the same
+every run too (no timings are printed). ``--collect`` instead replays fresh gold paths from the
+simulator and mines those (ScienceWorld's gold paths vary from load to load, so that tree varies).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -107,6 +108,118 @@ def pick_episode(trajectories: Sequence[Trajectory], tree: Any, task: str | None
     return max(pool, key=key)
 
 
+DEMO_TASKS = ("find-animal", "chemistry-mix", "boil")
+"""Task types the live part plays by default: short episodes that complete deep nodes."""
+
+
+def sample_corpus() -> list[Trajectory]:
+    """The packaged gold sample (``xtree_gym/data/scienceworld_gold_sample.jsonl.gz``), canonicalized."""
+    from importlib.resources import as_file, files
+
+    from .canon.corpus import canonicalize_corpus
+    from .corpus import read_corpus
+
+    with as_file(files("xtree_gym") / "data" / "scienceworld_gold_sample.jsonl.gz") as path:
+        trajectories = read_corpus(path).trajectories
+    return canonicalize_corpus(trajectories, "scienceworld", in_place=True, show_progress=False)
+
+
+def live_episodes(
+    trajectories: Sequence[Trajectory], tasks: Sequence[str], per_task: int = 1
+) -> list[Trajectory]:
+    """The sample episodes to replay live: the ``per_task`` shortest successful ones of each task type.
+
+    Example:
+        >>> from xtree_gym import Step, Trajectory
+        >>> ts = [Trajectory(f"{k}{n}", [Step("a")] * n, True, task=k) for k, n in [("x", 3), ("x", 2), ("y", 5)]]
+        >>> [t.id for t in live_episodes(ts, ["y", "x"])]
+        ['y5', 'x2']
+    """
+    chosen: list[Trajectory] = []
+    for task in tasks:
+        pool = sorted(
+            (t for t in trajectories if t.task == task and t.success), key=lambda t: (len(t.steps), t.id)
+        )
+        chosen.extend(pool[:per_task])
+    return chosen
+
+
+def play_live(env: Any, tree: Any, episode: Trajectory, say: Any) -> dict[str, Any]:
+    """Replay ``episode``'s actions on ``env`` (a ScienceWorldEnv) through XTreeBonus, narrating each node.
+
+    Returns ``{"score", "matched", "episode_bonus", "invalid"}`` for the episode.
+    """
+    from .wrappers.reward import XTreeBonus
+
+    wrapped = XTreeBonus(env, tree, bonus="depth", weight="record")
+    variation = episode.extra.get("variation")
+    _, info = wrapped.reset(options={"task": episode.task, "variation": variation})
+    say(
+        f"live: {episode.task} variation {variation}, {len(episode.steps)} actions replayed through XTreeBonus"
+    )
+    x: dict[str, Any] = {"matched": (), "episode_bonus": 0.0}
+    invalid = 0
+    for t, step in enumerate(episode.steps, start=1):
+        _, _, terminated, truncated, info = wrapped.step(step.action)
+        x = info["xtree"]
+        invalid += bool(x.get("invalid"))
+        if x["completed"]:
+            nodes = ", ".join(f"{n} (d{tree[n].depth})" for n in x["completed"])
+            say(
+                f"  step {t:>3}  {step.action[:38]:<38} {x['token']:<22} completes {nodes}; "
+                f"bonus +{x['bonus']:.3f}, episode {x['episode_bonus']:.3f}"
+            )
+        if terminated or truncated:
+            break
+    score = int(info.get("score", 0))
+    say(
+        f"  end: score {score}{' (won)' if score >= 100 else ''}, {t} steps ({invalid} invalid), "
+        f"{len(x['matched'])} node(s) matched, episode bonus {x['episode_bonus']:.3f}"
+    )
+    return {
+        "score": score,
+        "matched": tuple(x["matched"]),
+        "episode_bonus": x["episode_bonus"],
+        "invalid": invalid,
+    }
+
+
+def check_demo_dependencies() -> None:
+    """Fail before any work when the simulator cannot run: the package (extra) and ``java``."""
+    import importlib.util
+
+    from .envs.sciworld_jvm import java_available
+    from .errors import DependencyError, missing_dependency
+
+    if importlib.util.find_spec("scienceworld") is None:
+        raise missing_dependency("scienceworld", "scienceworld", "xtree demo")
+    if not java_available():
+        raise DependencyError(
+            "the demo runs the ScienceWorld simulator, which needs `java` on PATH",
+            fix="install a Java 11+ runtime (Debian: apt-get install default-jre-headless)",
+        )
+
+
+def _collected(
+    per_task: int, tasks: Sequence[str] | None, include_slow: bool, workers: int, env: Any, say: Any
+) -> list[Trajectory]:
+    from .collect.scienceworld import collect_gold, plan_episodes, summarize
+    from .envs import sciworld_folds as folds
+
+    names = (
+        list(tasks)
+        if tasks
+        else [t for t in folds.TASK_NAMES if include_slow or t not in folds.SLOW_GOLD_TYPES]
+    )
+    pairs = plan_episodes("train", per_task, tasks=names, slow_cap=1)
+    say(
+        f"collecting {len(pairs)} fresh gold episodes over {len(names)} task types (train split) on the simulator"
+    )
+    records = list(collect_gold(pairs, "train", workers=1 if env is not None else workers, env=env))
+    say(summarize(records))
+    return [trajectory_from_dict(r) for r in records]
+
+
 def run_demo(
     *,
     per_task: int = 1,
@@ -117,62 +230,67 @@ def run_demo(
     show_task: str | None = None,
     env: Any = None,
     stream: IO[str] | None = None,
+    collect: bool = False,
 ) -> dict[str, Any]:
-    """Collect, mine, print. Returns ``{"trajectories", "tree", "episode"}`` (``env``: reuse a simulator)."""
-    from .collect.scienceworld import collect_gold, plan_episodes, summarize
+    """Mine, print, play live. Returns ``{"trajectories", "tree", "episode", "live"}``.
+
+    ``tasks``/``per_task`` choose the live episodes (default :data:`DEMO_TASKS`, one each); with
+    ``collect`` they choose the gold episodes collected and mined instead. ``env``: reuse a simulator.
+    """
     from .envs import sciworld_folds as folds
     from .mining import mine
 
     out_stream = stream or sys.stdout
     # An id such as "1-1" resolves; a typo is refused now, not silently replaced by another episode.
     show_task = folds.resolve_task(show_task) if show_task else None
+    names = [folds.resolve_task(t) for t in tasks] if tasks else None
 
     def say(text: str = "") -> None:
         print(text, file=out_stream, flush=True)
 
-    names = (
-        list(tasks)
-        if tasks
-        else [t for t in folds.TASK_NAMES if include_slow or t not in folds.SLOW_GOLD_TYPES]
-    )
-    pairs = plan_episodes("train", per_task, tasks=names, slow_cap=1)
-    skipped = [t for t in folds.SLOW_GOLD_TYPES if t not in names]
-    say(f"ScienceWorld demo: {len(pairs)} gold episodes over {len(names)} task types (train split)")
-    if skipped:
-        say(f"  skipped (slow gold generation; add --include-slow): {', '.join(skipped)}")
-    t0 = time.monotonic()
-    records = list(collect_gold(pairs, "train", workers=1 if env is not None else workers, env=env))
-    say(f"collected in {time.monotonic() - t0:.1f}s: {summarize(records)}")
-    trajectories = [trajectory_from_dict(r) for r in records]
-    t1 = time.monotonic()
-    tree = mine(trajectories, "scienceworld", name="scienceworld-demo")
-    say(f"mined in {time.monotonic() - t1:.2f}s with the ScienceWorld preset")
-    say(format_tree(tree))
-    if len(tree) < 10:
+    if env is None:
+        check_demo_dependencies()
+    if collect:
+        trajectories = _collected(per_task, names, include_slow, workers, env, say)
+    else:
+        trajectories = sample_corpus()
         say(
-            f"note: only {len(tree)} nodes -- with {len(trajectories)} episodes few pairs reach the preset's "
-            "min_freq / min_task_types; try --per-task 3 or more"
+            f"ScienceWorld demo: mining the packaged gold sample ({len(trajectories)} episodes, "
+            f"{len({t.task for t in trajectories})} task types)"
         )
+    tree = mine(trajectories, "scienceworld", name="scienceworld-demo")
+    say(format_tree(tree))
     episode = pick_episode(trajectories, tree, show_task)
     say("")
     say(format_tiling(tree, episode))
+    live: list[dict[str, Any]] = []
+    if not collect:
+        say("")
+        own = env is None
+        if own:
+            from .envs.scienceworld import ScienceWorldEnv
+
+            say("starting the ScienceWorld simulator (one JVM, -Xmx1g) ...")
+            env = ScienceWorldEnv(step_limit=None)
+        try:
+            for ep in live_episodes(trajectories, names or DEMO_TASKS, per_task):
+                live.append(play_live(env, tree, ep, say))
+        finally:
+            if own:
+                env.close()
     if out:
         from .corpus import write_corpus
 
         d = Path(out)
         d.mkdir(parents=True, exist_ok=True)
-        write_corpus(d / "corpus.jsonl", records)
+        write_corpus(d / "corpus.jsonl", trajectories)
         tree.save(d / "tree.json")
         say(f"\nwrote {d / 'corpus.jsonl'} and {d / 'tree.json'}")
-    return {"trajectories": trajectories, "tree": tree, "episode": episode}
+    return {"trajectories": trajectories, "tree": tree, "episode": episode, "live": live}
 
 
 def _handler(args: argparse.Namespace) -> int:
-    from .envs.sciworld_jvm import java_available
-    from .errors import DependencyError
-
-    if not java_available():
-        raise DependencyError("the demo runs the ScienceWorld simulator, which needs `java` on PATH")
+    check_demo_dependencies()  # before any work, and before any worker process starts
     tasks = [t for chunk in (args.tasks or []) for t in chunk.split(",") if t] or None
     run_demo(
         per_task=args.per_task,
@@ -181,6 +299,7 @@ def _handler(args: argparse.Namespace) -> int:
         workers=args.workers,
         out=args.out,
         show_task=args.show,
+        collect=args.collect,
     )
     return 0
 
@@ -188,15 +307,27 @@ def _handler(args: argparse.Namespace) -> int:
 def register_cli(subparsers: Any, collect_subparsers: Any) -> None:
     p = subparsers.add_parser(
         "demo",
-        help="collect ScienceWorld gold episodes live, mine a tree, print it and one tiled episode",
+        help="mine a tree from the packaged ScienceWorld sample, print it, and watch it pay bonuses live",
         description=__doc__.split("\n\n")[0].replace("``", "") if __doc__ else None,
     )
-    p.add_argument("--per-task", type=int, default=1, help="gold episodes per task type (default 1)")
-    p.add_argument("--tasks", nargs="+", default=None, help="only these task types (names or ids)")
+    p.add_argument("--per-task", type=int, default=1, help="episodes per task type (default 1)")
     p.add_argument(
-        "--include-slow", action="store_true", help="also the two mendelian-genetics tasks (1 each)"
+        "--tasks",
+        nargs="+",
+        default=None,
+        help=f"task types (names or ids) to play live (default: {', '.join(DEMO_TASKS)}); with --collect, to collect",
     )
-    p.add_argument("--workers", type=int, default=2, help="simulator processes (default 2)")
+    p.add_argument(
+        "--collect",
+        action="store_true",
+        help="mine fresh gold episodes collected from the simulator instead of the sample (varies by run)",
+    )
+    p.add_argument(
+        "--include-slow",
+        action="store_true",
+        help="--collect: also the two mendelian-genetics tasks (1 each)",
+    )
+    p.add_argument("--workers", type=int, default=2, help="--collect: simulator processes (default 2)")
     p.add_argument("--show", default="boil", help="tile an episode of this task type (default boil)")
     p.add_argument("--out", default=None, help="directory to write corpus.jsonl and tree.json into")
     p.set_defaults(func=_handler)

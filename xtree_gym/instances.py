@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._io import atomic_open, open_text
+from ._io import atomic_open, loads_strict, open_text
 from .errors import ConfigError, CorpusError
 
 if TYPE_CHECKING:
@@ -351,7 +351,7 @@ def read_instances(path: str | os.PathLike[str]) -> list[NodeInstance]:
             if not line.strip():
                 continue
             try:
-                out.append(NodeInstance.from_dict(json.loads(line)))
+                out.append(NodeInstance.from_dict(loads_strict(line)))
             except (ValueError, TypeError) as exc:
                 raise CorpusError(
                     str(exc), where=f"{p}:{lineno}", fix="write the file with write_instances"

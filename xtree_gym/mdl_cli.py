@@ -26,17 +26,22 @@ def register_cli(subparsers: Any, collect_subparsers: Any) -> None:
     )
     p.add_argument("--all", action="store_true", help="use every trajectory, not only the successful ones")
     p.add_argument("--json", default=None, metavar="OUT", help="also write the dictionary as JSON")
+    p.add_argument(
+        "--keep-duplicates", action="store_true", help="keep records whose id repeats an earlier one"
+    )
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ._io import atomic_write_text
+    from ._io import atomic_write_text, refuse_overwrite
     from .corpus import read_corpus
     from .errors import CorpusError
     from .mdl import MDLConfig, SkillDictionary, extract_dictionary, skill_alphabet
     from .mining import trajectory_tokens
 
-    corpus = read_corpus(args.corpus)
+    if args.json:
+        refuse_overwrite(args.json, args.corpus, option="--json")
+    corpus = read_corpus(args.corpus, keep_duplicates=args.keep_duplicates)
     chosen = [t for t in corpus if args.all or t.success]
     if not chosen:
         raise CorpusError("no successful trajectory in the corpus", fix="pass --all to use every trajectory")

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._io import atomic_write_text
+from ._io import JSONProblem, atomic_write_text, finite_number, input_problem, loads_strict
 from .config import MinerConfig
 from .errors import TreeFormatError
 from .matching import Match, StreamingMatcher, find_matches
@@ -272,18 +272,22 @@ class XTree:
     def load(cls, path: str | os.PathLike[str]) -> XTree:
         """Read a tree file (ours or the authors' released format)."""
         p = Path(path)
-        if not p.is_file():
-            raise TreeFormatError(f"tree file {str(p)!r} does not exist", fix="check the path")
+        problem = input_problem(p, "tree file")
+        if problem:
+            raise TreeFormatError(problem, fix="pass a tree file written by `xtree mine`")
         try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except UnicodeDecodeError:
+            data = loads_strict(p.read_bytes().decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            line = p.read_bytes()[: exc.start].count(b"\n") + 1
             raise TreeFormatError(
-                "not UTF-8 text", where=str(p), fix="pass a tree file written by `xtree mine`"
+                f"not UTF-8 text ({exc.reason} at byte {exc.start})",
+                where=f"{p}:{line}",
+                fix="pass a tree file written by `xtree mine`",
             ) from None
-        except json.JSONDecodeError as exc:
+        except JSONProblem as exc:
             raise TreeFormatError(
-                f"not valid JSON ({exc.msg})",
-                where=f"{p}:{exc.lineno}",
+                exc.problem,
+                where=f"{p}:{exc.lineno}" if exc.lineno else str(p),
                 fix="pass a tree file written by `xtree mine`",
             ) from None
         return cls.from_dict(data, source=str(p))
@@ -292,13 +296,8 @@ class XTree:
     def from_dict(cls, data: Any, source: str = "<dict>") -> XTree:
         if not isinstance(data, dict) or not isinstance(data.get("nodes"), list):
             raise TreeFormatError("no 'nodes' list at the top level", where=source, fix="pass a tree file")
-        version = data.get("format_version", FORMAT_VERSION)
-        if not isinstance(version, int) or version > FORMAT_VERSION:
-            raise TreeFormatError(
-                f"format_version {version!r} is newer than this xtree_gym reads ({FORMAT_VERSION})",
-                where=source,
-                fix="upgrade xtree_gym",
-            )
+        _check_version(data, source)
+        _check_top_types(data, source)
         nodes = [_node_from_dict(nd, i, source) for i, nd in enumerate(data["nodes"])]
         known = {"format", "format_version", "environment", "corpus", "n_primitives", "n_nodes", "config"}
         known |= {"bound", "compression_ratio", "primitive_counts", "nodes"}
@@ -376,23 +375,26 @@ class XTree:
         }
 
     def hierarchy_lines(self) -> list[str]:
-        """An indented view: each root node (not a child of another) with its children below it."""
+        """An indented view: each root node (not a child of another) with its children below it.
+
+        Walked with an explicit stack, so a chain thousands of nodes deep prints instead of
+        exhausting Python's recursion limit.
+        """
         children_ids = {c for n in self.nodes for c in n.children if c in self._by_id}
         lines: list[str] = []
-
-        def walk(sym: str, indent: int) -> None:
-            if sym in self._by_id:
-                n = self._by_id[sym]
+        for root in self.nodes:
+            if root.id in children_ids:
+                continue
+            stack: list[tuple[str, int]] = [(root.id, 0)]
+            while stack:
+                sym, indent = stack.pop()
+                n = self._by_id.get(sym)
+                if n is None:
+                    lines.append(f"{'  ' * indent}{sym}")
+                    continue
                 succ = "-" if n.success is None else f"{n.success:.2f}"
                 lines.append(f"{'  ' * indent}{n.id}  d={n.depth} l={n.length} count={n.count} succ={succ}")
-                for c in n.children:
-                    walk(c, indent + 1)
-            else:
-                lines.append(f"{'  ' * indent}{sym}")
-
-        for n in self.nodes:
-            if n.id not in children_ids:
-                walk(n.id, 0)
+                stack.extend((c, indent + 1) for c in reversed(n.children))  # left child first
         return lines
 
 
@@ -412,6 +414,7 @@ def _node_from_dict(nd: Any, index: int, source: str) -> Node:
             raise TreeFormatError(f"children is {children!r}, expected [left, right]", where=where)
         known = {"id", "children", "depth", "length", "expansion", "count", "success", "example"}
         known |= {"score", "success_count", "task_types"}
+        _check_node_fields(nd, where)
         return Node(
             id=str(nd["id"]),
             children=(str(children[0]), str(children[1])),
@@ -434,10 +437,109 @@ def _node_from_dict(nd: Any, index: int, source: str) -> Node:
         raise TreeFormatError(f"bad node field ({exc})", where=where, fix="see the tree format") from None
 
 
+def _check_version(data: dict[str, Any], source: str) -> None:
+    """``format_version`` absent (the authors' files) or the integer 1; anything else says what it is."""
+    if "format_version" not in data:
+        return
+    v = data["format_version"]
+    fix = f"this xtree_gym writes and reads format_version {FORMAT_VERSION}"
+    if (
+        isinstance(v, bool)
+        or not isinstance(v, (int, float))
+        or (isinstance(v, float) and not v.is_integer())
+    ):
+        raise TreeFormatError(
+            f"format_version is {v!r} ({type(v).__name__}), expected the integer {FORMAT_VERSION}",
+            where=source,
+            fix=fix,
+        )
+    if v > FORMAT_VERSION:
+        raise TreeFormatError(
+            f"format_version {v!r} is newer than this xtree_gym reads ({FORMAT_VERSION})",
+            where=source,
+            fix="upgrade xtree_gym",
+        )
+    if v < 1:
+        raise TreeFormatError(
+            f"format_version {v!r} is not a version (they start at 1)", where=source, fix=fix
+        )
+
+
+def _check_top_types(data: dict[str, Any], source: str) -> None:
+    """The top-level fields a reader relies on have the types the format says (null allowed)."""
+    fix = "see the tree format (xtree_gym.tree.FORMAT_TEXT)"
+    for key, typ, name in (
+        ("config", dict, "an object"),
+        ("corpus", dict, "an object"),
+        ("primitive_counts", dict, "an object"),
+        ("environment", str, "a string"),
+        ("bound", str, "a string"),
+    ):
+        v = data.get(key)
+        if v is not None and not isinstance(v, typ):
+            raise TreeFormatError(
+                f"{key} is {type(v).__name__} {v!r:.60}, expected {name}", where=source, fix=fix
+            )
+    for tok, c in (data.get("primitive_counts") or {}).items():
+        if isinstance(c, bool) or not isinstance(c, int) or c < 0:
+            raise TreeFormatError(
+                f"primitive_counts[{tok!r}] is {c!r}, expected a count >= 0", where=source, fix=fix
+            )
+    n_prim = data.get("n_primitives")
+    if n_prim is not None and (isinstance(n_prim, bool) or not isinstance(n_prim, int) or n_prim < 0):
+        raise TreeFormatError(f"n_primitives is {n_prim!r}, expected a count >= 0", where=source, fix=fix)
+    ratio = data.get("compression_ratio")
+    if ratio is not None and not (finite_number(ratio) and ratio >= 1.0):
+        raise TreeFormatError(
+            f"compression_ratio is {ratio!r}, expected a number >= 1", where=source, fix=fix
+        )
+    n_nodes = data.get("n_nodes")
+    if n_nodes is not None and n_nodes != len(data["nodes"]):
+        raise TreeFormatError(
+            f"n_nodes is {n_nodes!r} but the file lists {len(data['nodes'])} nodes",
+            where=source,
+            fix="the file was truncated or edited: re-mine it, or set n_nodes to the length of nodes",
+        )
+
+
+def _is_count(v: Any, low: int = 0) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= low
+
+
+def _check_node_fields(nd: dict[str, Any], where: str) -> None:
+    """Counts are integers >= 0 (depth, length >= 1), rates finite in [0, 1], lists of strings."""
+    fix = "see the tree format (xtree_gym.tree.FORMAT_TEXT)"
+    for key, low in (("depth", 1), ("length", 2)):
+        if not _is_count(nd[key], low):
+            raise TreeFormatError(f"{key} is {nd[key]!r}, expected an integer >= {low}", where=where, fix=fix)
+    for key in ("count", "success_count"):
+        if nd.get(key) is not None and not _is_count(nd[key]):
+            raise TreeFormatError(f"{key} is {nd[key]!r}, expected a count >= 0", where=where, fix=fix)
+    succ = nd.get("success")
+    if succ is not None and not (finite_number(succ) and 0.0 <= succ <= 1.0):
+        raise TreeFormatError(f"success is {succ!r}, expected a rate in [0, 1] or null", where=where, fix=fix)
+    score = nd.get("score")
+    if score is not None and not finite_number(score):
+        raise TreeFormatError(f"score is {score!r}, expected a finite number or null", where=where, fix=fix)
+    for key in ("expansion", "example", "task_types"):
+        v = nd.get(key)
+        if (v is not None or key == "expansion") and not (
+            isinstance(v, list) and all(isinstance(x, str) for x in v)
+        ):
+            raise TreeFormatError(f"{key} is {v!r:.60}, expected a list of strings", where=where, fix=fix)
+
+
 def _check_consistent(tree: XTree, source: str) -> None:
-    """Children must be earlier nodes or primitives, and expansions must agree with them."""
+    """Children must be earlier nodes or primitives, expansions and depths must agree with them."""
     seen: dict[str, tuple[str, ...]] = {}
     for n in tree.nodes:
+        child_depth = [tree[c].depth if c in tree and c in seen else 0 for c in n.children]
+        if n.depth != 1 + max(child_depth):
+            raise TreeFormatError(
+                f"node {n.id}: depth {n.depth}, but its children give {1 + max(child_depth)}",
+                where=source,
+                fix="depth is 1 + the deeper child's depth (a primitive has depth 0)",
+            )
         parts: list[str] = []
         for c in n.children:
             parts.extend(seen.get(c, (c,)) if c in tree else (c,))

@@ -117,6 +117,91 @@ def _value(text: str) -> Any:
         return text
 
 
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+_WS_OR_COMMENT = re.compile(r"(?:\s+|#[^\n]*)*")
+
+
+def _closing_paren(text: str, start: int) -> int | None:
+    """Index of the ``)`` closing the ``(`` at ``start`` (quotes and brackets respected), or None."""
+    depth, i, n = 0, start, len(text)
+    while i < n:
+        ch = text[i]
+        if ch in "'\"":
+            quote = ch * 3 if text.startswith(ch * 3, i) else ch
+            i += len(quote)
+            while i < n and not text.startswith(quote, i):
+                i += 2 if text[i] == "\\" else 1
+            if i >= n:
+                return None
+            i += len(quote)
+            continue
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                return i if ch == ")" else None
+        i += 1
+    return None
+
+
+def _literal_call(source: str) -> Call | None:
+    """``source`` as one call whose arguments are all literals (BrowserGym's grammar), else None."""
+    try:
+        node = ast.parse(source, mode="eval").body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+        return None
+    try:
+        args = [ast.literal_eval(a) for a in node.args]
+        kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg is not None}
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    if len(kwargs) != len(node.keywords):  # a **mapping argument
+        return None
+    return Call(node.func.id, args, kwargs, source)
+
+
+def search_calls(text: str) -> list[Call]:
+    r"""The calls BrowserGym executes from free text: every ``name(literal, ...)`` found in it.
+
+    BrowserGym's action mapping (``HighLevelActionSet.to_python_code``, non-strict) searches
+    the whole string for Python-like calls with literal arguments and skips everything in
+    between (prose, ``Action:`` prefixes, code fences, ``#`` comments). This does the same
+    scan: at each position, skip blanks and comments, try a call, else move one character on.
+
+    Example:
+        >>> [c.source for c in search_calls("Thought: the button.\nAction: click('12')")]
+        ["click('12')"]
+        >>> [c.source for c in search_calls("```python\n# click('1')\nfill('2', \"it's\")\n```")]
+        ['fill(\'2\', "it\'s")']
+        >>> [c.source for c in search_calls("page.click('3') then f(g('4'))")]
+        ["click('3')", "g('4')"]
+    """
+    calls: list[Call] = []
+    loc, n = 0, len(text)
+    while loc < n:
+        wc = _WS_OR_COMMENT.match(text, loc)
+        pre = wc.end() if wc is not None else loc
+        m = _IDENT.match(text, pre)
+        if m is not None:
+            paren = _WS_OR_COMMENT.match(text, m.end())
+            at = paren.end() if paren is not None else m.end()
+            if at < n and text[at] == "(":
+                end = _closing_paren(text, at)
+                call = None if end is None else _literal_call(text[m.start() : end + 1])
+                if call is not None and end is not None:
+                    calls.append(call)
+                    loc = end + 1
+                    continue
+            # a shorter suffix of this name meets the same "(" (or none) and fails the same way
+            loc = max(m.end(), pre + 1)
+            continue
+        loc = pre + 1
+    return calls
+
+
 _LOOSE_CALL = re.compile(r"^\s*([A-Za-z_]\w*)\s*\((.*)\)\s*$", re.DOTALL)
 _BRACKET_CALL = re.compile(r"^\s*([A-Za-z_]\w*)((?:\s*\[[^\]]*\])*)\s*$", re.DOTALL)
 
@@ -134,6 +219,11 @@ def parse_calls(action: str) -> list[Call]:
         ['1234']
     """
     calls = _parse_python(action)
+    if calls is not None and all(_literal_call(c.source) is not None for c in calls):
+        return calls
+    found = search_calls(action)  # a call inside a longer response, as BrowserGym finds it
+    if found:
+        return found
     if calls is not None:
         return calls
     m = _LOOSE_CALL.match(action)
@@ -275,8 +365,11 @@ def find_element(context: Mapping[str, Any] | None, bid: str | None) -> dict[str
     if not context:
         return None
     el = context.get("element")
-    if isinstance(el, Mapping) and el.get("role"):
-        return {"role": str(el["role"]), "name": str(el.get("name", ""))}
+    if isinstance(el, Mapping):
+        # the AX role; the MiniWoB env's records keep it as ``ax_role`` (``role`` is the ARIA attribute)
+        role = el.get("role") or el.get("ax_role")
+        if role:
+            return {"role": str(role), "name": str(el.get("name", ""))}
     if bid is None:
         return None
     if "axtree_object" in context:
@@ -356,14 +449,16 @@ class BrowserGymCanonicalizer(Canonicalizer):
 
     def corpus_context(self, trajectory: Trajectory, index: int) -> dict[str, Any]:
         """The step's ``element`` or AXTree (step extra keys ``element``, ``axtree_txt``,
-        ``axtree_object``), else the observation before the step (the previous step's
-        observation, or the trajectory's ``initial_observation`` for step 0) as AXTree text."""
+        ``axtree_object``), plus -- for the bid's role when the stored element has none -- the
+        observation before the step (the previous step's observation, or the trajectory's
+        ``initial_observation`` for step 0) as AXTree text."""
         step = trajectory.steps[index]
         ctx: dict[str, Any] = {
             k: step.extra[k] for k in ("element", "axtree_txt", "axtree_object") if k in step.extra
         }
-        if ctx:
+        if "axtree_txt" in ctx or "axtree_object" in ctx:
             return ctx
+        # an element without a role (or none) falls back to the page seen before the step
         before = (
             trajectory.steps[index - 1].observation
             if index > 0

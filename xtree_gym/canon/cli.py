@@ -36,6 +36,11 @@ def register_cli(subparsers: Any, collect_subparsers: Any) -> None:
         "--skip-bad", action="store_true", help="skip malformed corpus lines (counted) instead of failing"
     )
     p.add_argument("--keep-existing", action="store_true", help="keep tokens already in the corpus")
+    p.add_argument(
+        "--keep-duplicates",
+        action="store_true",
+        help="keep records whose id repeats an earlier one (counted)",
+    )
     p.add_argument("--action", help="canonicalize one action and print its info as JSON")
     p.add_argument("--context", help="JSON context for --action")
     p.add_argument("--list-domains", action="store_true", help="print the registered domains and exit")
@@ -57,6 +62,9 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     if not args.corpus or not args.out:
         raise ConfigError("need an input file and -o OUT", fix="xtree canon CORPUS --domain D -o OUT")
+    from .._io import refuse_overwrite
+
+    refuse_overwrite(args.out, [args.corpus])
     if args.domain:
         get_canonicalizer(args.domain)  # unknown domain: one clear error before any reading
     fmt = args.format.lower()
@@ -68,9 +76,15 @@ def _run(args: argparse.Namespace) -> int:
         from .corpus import canonicalize_file
 
         report = canonicalize_file(
-            args.corpus, args.domain, args.out, skip_bad=args.skip_bad, keep_existing=args.keep_existing
+            args.corpus,
+            args.domain,
+            args.out,
+            skip_bad=args.skip_bad,
+            keep_existing=args.keep_existing,
+            keep_duplicates=args.keep_duplicates,
         )
         summary = report.summary()
+        _explain(report)
     else:
         from ..corpus import corpus_stats, write_corpus
         from ..formats import read_trajectories
@@ -87,15 +101,40 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _explain(report: Any) -> None:
+    """Say in words, on stderr, what the summary's counts mean (stdout stays one JSON line)."""
+    fresh = report.n_steps - report.n_kept
+    lines = [
+        f"canonicalized {fresh} of {report.n_steps} steps in {report.n_trajectories} trajectories; "
+        f"n_kept = {report.n_kept} steps kept the token they already had (--keep-existing)",
+    ]
+    if report.n_errors:
+        lines.append(
+            f"n_errors = {report.n_errors} steps where a rule failed and the catch-all token stood in"
+        )
+    if report.skipped:
+        lines.append(
+            f"skipped {len(report.skipped)} malformed line(s) (--skip-bad); first: {report.skipped[0]}"
+        )
+    if report.duplicates:
+        lines.append(
+            f"kept {len(report.duplicates)} record(s) with a repeated id; first: {report.duplicates[0]}"
+        )
+    print("\n".join(lines), file=sys.stderr)
+
+
 def _parse_context(text: str | None) -> dict[str, Any] | None:
     from ..errors import ConfigError
 
     if text is None:
         return None
+    from .._io import JSONProblem, loads_strict
+
     try:
-        ctx = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"--context is not valid JSON ({exc.msg})", fix="pass a JSON object") from None
+        ctx = loads_strict(text)
+    except JSONProblem as exc:
+        sep = " is " if exc.problem.startswith("not valid JSON") else ": "
+        raise ConfigError(f"--context{sep}{exc.problem}", fix="pass a JSON object") from None
     if not isinstance(ctx, dict):
         raise ConfigError(
             f"--context is {type(ctx).__name__}, expected a JSON object", fix="pass a JSON object"

@@ -13,9 +13,9 @@ import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from ..corpus import BadLine, Trajectory, iter_corpus, write_corpus
+from .._io import refuse_overwrite
+from ..corpus import BadLine, Trajectory, check_unique_ids, iter_corpus, write_corpus
 from ..errors import CorpusError
 from ..progress import progress
 from . import get_canonicalizer
@@ -43,6 +43,8 @@ class CanonReport:
     """Steps where a rule raised and the catch-all stood in (``slots["canon_error"]``)."""
     skipped: list[BadLine] = field(default_factory=list)
     """Corpus lines skipped under ``skip_bad`` (file, line, problem)."""
+    duplicates: list[BadLine] = field(default_factory=list)
+    """Records whose id repeats an earlier one, kept under ``keep_duplicates``."""
 
     def summary(self) -> dict[str, object]:
         return {
@@ -52,6 +54,7 @@ class CanonReport:
             "n_tokens": len(self.token_counts),
             "n_errors": self.n_errors,
             "n_skipped_lines": len(self.skipped),
+            "n_duplicate_ids": len(self.duplicates),
             "top_tokens": self.token_counts.most_common(10),
         }
 
@@ -120,19 +123,21 @@ def canonicalize_file(
     skip_bad: bool = False,
     keep_existing: bool = False,
     show_progress: bool | None = None,
+    keep_duplicates: bool = False,
 ) -> CanonReport:
     """Read a corpus file, canonicalize it, write it to ``out`` atomically; returns the report.
 
     A file with no trajectory left to write (empty, or every line skipped under ``skip_bad``) is a
     :class:`CorpusError`, and ``out`` is not written.
     """
-    if Path(out).resolve() == Path(path).resolve():
-        raise CorpusError(f"output {str(out)!r} is the input file", fix="write to a different path with -o")
+    refuse_overwrite(out, [path], error=CorpusError)  # through .., symlinks and hard links
     from ..formats._records import reading, writing  # formats imports this module: import late
 
     report = CanonReport()
+    lines: list[int] = []
     with reading(path):
-        trajs = list(iter_corpus(path, skip_bad=skip_bad, skipped=report.skipped))
+        trajs = list(iter_corpus(path, skip_bad=skip_bad, skipped=report.skipped, lines=lines))
+    check_unique_ids(trajs, lines, path, {}, report.duplicates, keep=keep_duplicates)
     if not trajs:
         skipped = f" ({len(report.skipped)} malformed line(s) skipped)" if report.skipped else ""
         raise CorpusError(

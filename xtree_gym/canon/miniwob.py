@@ -53,6 +53,10 @@ VERBS: dict[str, str] = {
     "key": "key",
     "press": "key",
     "keyboard_press": "key",
+    # BrowserGym's answer and give-up calls end the episode as in every browser domain
+    "send_msg_to_user": "stop",
+    "report_infeasible": "stop",
+    "stop": "stop",
 }
 ARIA_ROLES = frozenset({"button", "link", "checkbox", "radio", "tab", "dialog", "option"})
 TEXT_TAGS = frozenset({"p", "span", "div", "label", "td", "th", "li"})

@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..envs import sciworld_folds as folds
-from ..errors import ConfigError
+from ..errors import ConfigError, EnvConfigError, XTreeError, missing_dependency
 
 DEFAULT_SLOW_CAP = 4
 """Variations per mendelian-genetics task (their gold paths take seconds each to generate)."""
@@ -105,17 +105,37 @@ def replay_gold(env: Any, task: str, variation: int, split: str = "train") -> di
 
 # -- worker processes (each owns one JVM) -------------------------------------------------------------
 _WORKER_ENV: Any = None
+_WORKER_ERROR: str | None = None
 
 
 def _worker_init(step_timeout: float, load_timeout: float) -> None:
-    global _WORKER_ENV
-    from ..envs.scienceworld import ScienceWorldEnv
+    # A Pool replaces a worker whose initializer raises, forever; so keep the failure and report
+    # it with the first job instead, which ends the run with one error.
+    global _WORKER_ENV, _WORKER_ERROR
+    try:
+        from ..envs.scienceworld import ScienceWorldEnv
 
-    _WORKER_ENV = ScienceWorldEnv(step_limit=None, step_timeout=step_timeout, load_timeout=load_timeout)
+        _WORKER_ENV = ScienceWorldEnv(step_limit=None, step_timeout=step_timeout, load_timeout=load_timeout)
+    except BaseException as exc:
+        _WORKER_ERROR = str(exc) or type(exc).__name__
 
 
 def _worker_run(job: tuple[str, int, str]) -> dict[str, Any]:
+    if _WORKER_ERROR is not None:
+        raise EnvConfigError(f"a simulator worker could not start: {_WORKER_ERROR}")
     return replay_gold(_WORKER_ENV, *job)
+
+
+def check_dependencies() -> None:
+    """The one error for a missing ``scienceworld`` package or ``java``, before any JVM or worker starts."""
+    import importlib.util
+
+    from ..envs.sciworld_jvm import java_available
+
+    if importlib.util.find_spec("scienceworld") is None:
+        raise missing_dependency("scienceworld", "scienceworld", "xtree collect scienceworld")
+    if not java_available():
+        raise EnvConfigError("ScienceWorld needs `java` on PATH", fix="install a Java 11+ runtime")
 
 
 def collect_gold(
@@ -138,6 +158,8 @@ def collect_gold(
 
     if workers < 1:
         raise ConfigError(f"workers={workers} must be >= 1")
+    if env is None:
+        check_dependencies()
     jobs = [(t, v, split) for t, v in pairs]
     if workers == 1:
         own = env is None
@@ -153,12 +175,28 @@ def collect_gold(
                 env.close()
         return
     import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
 
     ctx = mp.get_context("spawn")  # no fork of a process that holds py4j sockets and watchdog threads
-    with ctx.Pool(workers, initializer=_worker_init, initargs=(step_timeout, load_timeout)) as pool:
-        yield from progress(
-            pool.imap(_worker_run, jobs, chunksize=1), total=len(jobs), desc=desc, enabled=show_progress
-        )
+    # An executor, not a Pool: a worker process that dies (OOM kill, crash) breaks the executor and
+    # ends the run with one error, where a Pool would wait forever for the lost job.
+    pool = ProcessPoolExecutor(
+        workers, mp_context=ctx, initializer=_worker_init, initargs=(step_timeout, load_timeout)
+    )
+    try:
+        yield from progress(pool.map(_worker_run, jobs), total=len(jobs), desc=desc, enabled=show_progress)
+    except XTreeError:
+        raise
+    except BrokenProcessPool:
+        raise EnvConfigError(
+            "a simulator worker process died (killed, or out of memory); the run is stopped",
+            fix="rerun with fewer --workers, or see the system log for the killed process",
+        ) from None
+    except Exception as exc:  # a worker's own failure: one error, and the pool is torn down
+        raise EnvConfigError(f"a simulator worker failed: {type(exc).__name__}: {exc}") from None
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def summarize(records: Sequence[dict[str, Any]]) -> str:
@@ -177,17 +215,17 @@ def summarize(records: Sequence[dict[str, Any]]) -> str:
 
 def _handler(args: argparse.Namespace) -> int:
     from ..corpus import write_corpus
-    from ..envs.sciworld_jvm import java_available
 
-    if not java_available():
-        raise ConfigError("ScienceWorld needs `java` on PATH", fix="install a Java 11+ runtime")
+    check_dependencies()
     tasks = [t for chunk in (args.tasks or []) for t in chunk.split(",") if t] or None
     pairs = plan_episodes(
         args.split, None if args.per_task == 0 else args.per_task, tasks=tasks, slow_cap=args.slow_cap
     )
     print(
-        f"collecting {len(pairs)} gold episodes ({args.split} split) with {args.workers} worker(s)",
+        f"collecting {len(pairs)} gold episodes ({args.split} split) with {args.workers} worker(s); "
+        "each starts a ScienceWorld JVM first (10-60 s before the first episode)",
         file=sys.stderr,
+        flush=True,
     )
     records = list(collect_gold(pairs, args.split, workers=args.workers, step_timeout=args.step_timeout))
     n = write_corpus(args.output, records)

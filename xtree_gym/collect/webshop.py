@@ -222,6 +222,9 @@ def plan(n_episodes: int, goal_indices: range, policy: str, seed: int) -> list[t
         True
         >>> [v for _, v, _ in plan(3, range(10), "expert", 1)]
         ['expert', 'expert', 'expert']
+        >>> plan(1, range(0), "expert", 0)
+        Traceback (most recent call last):
+        xtree_gym.errors.ConfigError: the chosen goal split holds no goals in this data -- fix: ...
     """
     if policy not in POLICIES:
         raise ConfigError(f"unknown policy {policy!r}", fix=f"use one of {POLICIES}")
@@ -229,6 +232,12 @@ def plan(n_episodes: int, goal_indices: range, policy: str, seed: int) -> list[t
         raise ConfigError(f"--episodes must be >= 1, got {n_episodes}")
     rng = random.Random(seed)
     pool = list(goal_indices)
+    if not pool:  # sampling from nothing would loop forever
+        raise ConfigError(
+            "the chosen goal split holds no goals in this data",
+            fix="pass --split all (a small catalogue may have no train/test goals), or point --data-dir at the "
+            "1000-product WebShop files",
+        )
     goals: list[int] = []
     while len(goals) < n_episodes:  # without replacement until the split is used up
         goals.extend(rng.sample(pool, min(len(pool), n_episodes - len(goals))))
@@ -258,11 +267,15 @@ def collect(
 
 
 def _handler(args: argparse.Namespace) -> int:
+    from .._io import refuse_overwrite
     from ..corpus import write_corpus
     from ..envs.webshop import WebShopEnv
+    from ..envs.webshop_data import CATALOGUE_FILE, INSTRUCTIONS_FILE, resolve_data_dir
 
+    data_dir = resolve_data_dir(args.data_dir, option="--data-dir DIR")  # the error names the CLI flag
+    refuse_overwrite(args.output, [data_dir / CATALOGUE_FILE, data_dir / INSTRUCTIONS_FILE])
     env = WebShopEnv(
-        data_dir=args.data_dir,
+        data_dir=data_dir,
         split=args.split,
         max_steps=args.max_steps,
         observation_mode=args.observation_mode,

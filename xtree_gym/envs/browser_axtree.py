@@ -105,8 +105,16 @@ def node_role(node: Mapping[str, Any]) -> str:
 
 
 def node_name(node: Mapping[str, Any]) -> str:
-    """The accessible name of one AX node (``""`` when absent)."""
-    return str(_value(node, "name") or "")
+    """The accessible name of one AX node, trimmed (``""`` when absent).
+
+    Chromium keeps the blank of ``<label><input> Accept terms</label>`` in the name
+    (``" Accept terms"``); BrowserGym's flattened text and the label a reader sees have none.
+
+    Example:
+        >>> node_name({"name": {"value": " Accept terms"}}), node_name({})
+        ('Accept terms', '')
+    """
+    return str(_value(node, "name") or "").strip()
 
 
 def find_node(axtree: Mapping[str, Any] | None, bid: str) -> Mapping[str, Any] | None:

@@ -126,12 +126,18 @@ def _merge_launch_kwargs(config: BrowserLaunchConfig, kwargs: dict[str, Any]) ->
 
 
 @contextmanager
-def patched_chromium_launch(config: BrowserLaunchConfig, playwright: Any = None) -> Iterator[None]:
+def patched_chromium_launch(
+    config: BrowserLaunchConfig,
+    playwright: Any = None,
+    on_first_browser: Callable[[Any], None] | None = None,
+) -> Iterator[None]:
     """Within the block, every ``chromium.launch`` of BrowserGym's Playwright uses ``config``.
 
     ``playwright`` defaults to BrowserGym's global instance (started on first use). The patch
     is an attribute on that one ``BrowserType`` object, removed on exit, so nesting is harmless
-    and no other Playwright instance is affected.
+    and no other Playwright instance is affected. ``on_first_browser`` is called with the first
+    browser launched in the block (``BrowserEnv.reset`` launches the task's browser before the
+    chat's), before the task opens any page in it.
     """
     if playwright is None:
         from browsergym.core import _get_global_playwright
@@ -142,8 +148,14 @@ def patched_chromium_launch(config: BrowserLaunchConfig, playwright: Any = None)
     had_patch = "launch" in vars(browser_type)
     previous = vars(browser_type).get("launch")
 
+    launched: list[Any] = []
+
     def launch(**kwargs: Any) -> Any:
-        return original(**_merge_launch_kwargs(config, kwargs))
+        browser = original(**_merge_launch_kwargs(config, kwargs))
+        if not launched and on_first_browser is not None:
+            on_first_browser(browser)
+        launched.append(browser)
+        return browser
 
     browser_type.launch = launch
     try:

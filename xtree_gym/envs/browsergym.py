@@ -13,6 +13,13 @@ role and name of the addressed element read from the AXTree observed *before* th
 (``flatten_axtree_to_str``), or with ``obs_mode="dict"`` BrowserGym's whole observation dict
 plus an ``"axtree_txt"`` key.
 
+The env is a sandbox and survives its browser (see :mod:`xtree_gym.envs.browser_guard`): only
+the functions of :data:`~xtree_gym.envs.browser_guard.ACTION_NAMES` run (``env.action_set``
+describes them), pages come only from http(s), ``about:blank`` and the task's own folder, a
+browser that dies mid-episode ends it as truncated with ``info["fault"]`` (the next ``reset``
+relaunches), ``close`` never raises, and a missing Chromium is one :class:`DependencyError`.
+Stepping after ``terminated`` raises :class:`EnvConfigError` (the reward is never paid twice).
+
 Nothing here imports BrowserGym at module import: it is imported when an env is built, and
 ``browsergym.webarena`` (which downloads NLTK data on import) only by :class:`WebArenaEnv`.
 Browser launch settings (binary, flags, pacing) are in :mod:`xtree_gym.envs.browser_launch`.
@@ -20,6 +27,7 @@ Browser launch settings (binary, flags, pacing) are in :mod:`xtree_gym.envs.brow
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import logging
 import os
@@ -28,9 +36,19 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..canon import canonicalize, get_canonicalizer
+from ..canon.browsergym import call_slots, parse_calls
 from ..errors import DependencyError, EnvConfigError, missing_dependency
-from .browser_axtree import dom_element_of, element_of, parse_action
-from .browser_launch import BrowserLaunchConfig, patched_chromium_launch
+from .browser_axtree import dom_element_of, element_of
+from .browser_guard import (
+    MAX_ACTION_CHARS,
+    NavigationPolicy,
+    blocked_url,
+    guard_contexts,
+    is_missing_browser,
+    make_action_set,
+    parse_browsergym_calls,
+)
+from .browser_launch import CHROMIUM_ENV_VAR, BrowserLaunchConfig, patched_chromium_launch
 
 try:
     import gymnasium as gym
@@ -51,6 +69,7 @@ WEBARENA_ENV_VARS = (
     "WA_HOMEPAGE",
 )
 WEBARENA_N_TASKS = 812
+_log = logging.getLogger(__name__)
 
 
 def _require_browsergym(feature: str) -> None:
@@ -148,11 +167,26 @@ class _BrowserGymEnv(_EnvBase):  # type: ignore[misc]
         self._text = ""  # flattened AXTree of self._obs
         self._steps = 0
         self.goal = ""
+        self.action_set = make_action_set()
+        """BrowserGym's ``HighLevelActionSet`` the env runs (``describe()`` for a prompt)."""
+        self.policy = NavigationPolicy()
+        """Where the agent's pages may come from; set on each reset from the task's start page."""
+        self._fault: str | None = None  # why the browser died this episode (None: it is alive)
+        self._blocked: list[str] = []  # URLs the route guard refused during the current step
+        self._done = False
 
     # -- subclasses say which BrowserGym task to run ------------------------------------------
     def _task(self) -> tuple[Any, dict[str, Any]]:
         """(task entry point, task kwargs) for BrowserGym's ``BrowserEnv``."""
         raise NotImplementedError
+
+    def _navigation_policy(self) -> NavigationPolicy:
+        """The task's own pages: web pages only, unless a subclass serves local files."""
+        return NavigationPolicy()
+
+    def _success(self, reward: float, terminated: bool, task_info: Mapping[str, Any]) -> bool:
+        """Whether this step won the task (BrowserGym's positive reward at the end)."""
+        return bool(terminated and reward > 0)
 
     def _build(self) -> Any:
         from browsergym.core.env import BrowserEnv
@@ -166,6 +200,7 @@ class _BrowserGymEnv(_EnvBase):  # type: ignore[misc]
             timeout=cfg.timeout_ms,
             headless=cfg.headless,
             pre_observation_delay=cfg.pre_observation_delay_s,
+            action_mapping=self.action_set.to_python_code,
         )
 
     @property
@@ -186,18 +221,60 @@ class _BrowserGymEnv(_EnvBase):  # type: ignore[misc]
         return {**obs, "axtree_txt": self._text}
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
-        """Start the browsers (the configured Chromium) and the task; ``info`` has goal, url, task_info."""
+        """Start the browsers (the configured Chromium) and the task; ``info`` has goal, url, task_info.
+
+        A browser that died (or a first launch that fails) is torn down and launched once more;
+        a second failure is one :class:`EnvConfigError`, a missing binary a :class:`DependencyError`.
+        """
         if gym is not None:
             super().reset(seed=seed)
-        if self._env is None:
-            self._env = self._build()
+        if self._fault is not None:
+            self._teardown()
         _quiet_override_warnings()
-        with patched_chromium_launch(self.launch):
-            obs, bg_info = self._env.reset(seed=seed)
+        try:
+            obs, bg_info = self._launch_and_reset(seed)
+        except DependencyError:
+            raise
+        except Exception as first:
+            _log.warning("browser reset failed (%s: %s); relaunching", type(first).__name__, first)
+            self._teardown()
+            try:
+                obs, bg_info = self._launch_and_reset(seed)
+            except DependencyError:
+                raise
+            except Exception as exc:
+                self._teardown()
+                raise EnvConfigError(
+                    f"{self.feature}: the browser failed to start the task twice ({type(exc).__name__}: {exc})",
+                    fix="check that Chromium runs (chromium --headless --dump-dom about:blank) "
+                    "and that the task's pages are reachable",
+                ) from None
+        self._fault, self._done = None, False
         self._steps = 0
         self.goal = str(obs.get("goal") or "")
         info = {"goal": self.goal, "url": obs.get("url", ""), "task_info": bg_info.get("task_info", {})}
         return self._observe(obs), info
+
+    def _launch_and_reset(self, seed: int | None) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Build the BrowserGym env if needed, reset it, then fence its pages in."""
+        if self._env is None:
+            self._env = self._build()
+        policy = self.policy = self._navigation_policy()
+        try:
+            blocked = self._blocked
+            with patched_chromium_launch(
+                self.launch, on_first_browser=lambda b: guard_contexts(b, policy, blocked)
+            ):
+                obs, bg_info = self._env.reset(seed=seed)
+        except Exception as exc:
+            if is_missing_browser(exc):
+                self._teardown()
+                raise DependencyError(
+                    f"{self.feature} found no Chromium to launch ({str(exc).splitlines()[0]})",
+                    fix=f"apt-get install chromium (or set {CHROMIUM_ENV_VAR}=/path/to/chromium)",
+                ) from None
+            raise
+        return obs, bg_info
 
     def element_context(self, obs: Mapping[str, Any], bid: str | None) -> dict[str, Any] | None:
         """The addressed element as the canonicalizer sees it: AX ``role``/``name`` plus DOM facts.
@@ -212,8 +289,14 @@ class _BrowserGymEnv(_EnvBase):  # type: ignore[misc]
         return {**(dom or {}), **(element or {"role": "", "name": ""})}
 
     def canonical_context(self, action: str) -> dict[str, Any]:
-        """Context for canonicalizing ``action`` against the current (pre-action) observation."""
-        _, bid = parse_action(action)
+        """Context for canonicalizing ``action`` against the current (pre-action) observation.
+
+        The bid is that of the first call BrowserGym runs (found anywhere in the string).
+        """
+        calls = parse_calls(action)
+        slots = call_slots(calls[0]) if calls else {}
+        raw_bid = slots.get("bid", slots.get("from_bid"))
+        bid = None if raw_bid is None else str(raw_bid)
         obs = self._obs or {}
         return {
             "axtree_object": obs.get("axtree_object"),
@@ -224,37 +307,124 @@ class _BrowserGymEnv(_EnvBase):  # type: ignore[misc]
         }
 
     def step(self, action: str) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        """Canonicalize ``action`` on the current page, run it, report the token in ``info["xtree"]``."""
+        """Canonicalize ``action`` on the current page, run it, report the token in ``info["xtree"]``.
+
+        A ``goto`` outside :attr:`policy` is an invalid action and is not run; a browser fault
+        ends the episode as truncated with ``info["fault"]``.
+        """
         if self._env is None or self._obs is None:
             raise EnvConfigError("step() called before reset()", fix="call env.reset() first")
+        if self._done:
+            raise EnvConfigError("step() called after the episode ended", fix="call env.reset() first")
         if not isinstance(action, str):
             raise EnvConfigError(f"actions are BrowserGym strings, got {type(action).__name__}: {action!r}")
+        if len(action) > MAX_ACTION_CHARS:
+            canon_info = {**canonicalize(self.canon_domain, action[:200]).to_info(), "raw": action}
+            too_long: dict[str, Any] = {"xtree": canon_info, "element": None, "goal": self.goal}
+            return self._refused(
+                too_long, f"the action has {len(action)} characters; at most {MAX_ACTION_CHARS} run"
+            )
         context = self.canonical_context(action)
         canon = canonicalize(self.canon_domain, action, context)
-        obs, reward, terminated, truncated, bg_info = self._env.step(action)
+        info: dict[str, Any] = {"xtree": canon.to_info(), "element": context["element"], "goal": self.goal}
+        escaped: list[str] = []
+        if self._fault is None:
+            blocked = blocked_url(parse_browsergym_calls(action), self.policy)
+            if blocked is not None:
+                return self._refused(info, f"navigation to {blocked!r} is blocked: {self._policy_text()}")
+            try:
+                self._blocked.clear()
+                pages_before = list(self._env.context.pages)
+                obs, reward, terminated, truncated, bg_info = self._env.step(action)
+                escaped = self._recall_escaped_pages(pages_before)
+                if escaped:
+                    self._env._active_page_check()
+                    obs = self._env._get_obs()
+            except Exception as exc:  # the browser (or its driver) died: the episode is lost
+                self._fault = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".strip()
+                _log.warning("%s: browser fault, episode truncated (%s)", self.feature, self._fault)
+        if self._fault is not None:
+            self._steps += 1
+            self._done = True
+            info.update(fault=self._fault, invalid_action=False, action_error="", task_info={}, success=False)
+            info["xtree"]["invalid"] = False
+            return self._observe(self._obs), 0.0, False, True, info
         self._steps += 1
         error = str(obs.get("last_action_error") or "")
-        xtree = canon.to_info()
-        xtree["invalid"] = bool(error)
+        if escaped or self._blocked:
+            error = f"navigation to {(self._blocked or escaped)[0]!r} is blocked: {self._policy_text()}"
         task_info = bg_info.get("task_info", {})
-        info: dict[str, Any] = {
-            "xtree": xtree,
-            "invalid_action": bool(error),
-            "action_error": error,
-            "element": context["element"],
-            "goal": self.goal,
-            "task_info": task_info,
-            "success": bool(terminated and float(reward) > 0),
-        }
+        success = self._success(float(reward), bool(terminated), task_info)
+        info["xtree"]["invalid"] = bool(error)
+        info.update(invalid_action=bool(error), action_error=error, task_info=task_info, success=success)
         if self.max_steps is not None and self._steps >= self.max_steps and not terminated:
             truncated = True
-        return self._observe(obs), float(reward), bool(terminated), bool(truncated), info
+        self._done = bool(terminated or truncated)
+        return (
+            self._observe(obs),
+            self._reward(float(reward), success),
+            bool(terminated),
+            bool(truncated),
+            info,
+        )
+
+    def _reward(self, reward: float, success: bool) -> float:
+        """The step's reward (BrowserGym's; MiniWoB pays only a full success)."""
+        return reward
+
+    def _policy_text(self) -> str:
+        roots = ", ".join(self.policy.file_roots)
+        return (
+            "only http(s) pages" + (f" and the task's own files under {roots}" if roots else "") + " can open"
+        )
+
+    def _refused(self, info: dict[str, Any], error: str) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """An invalid action that is not run: same page, no reward."""
+        self._steps += 1
+        info["xtree"]["invalid"] = True
+        info.update(invalid_action=True, action_error=error, task_info={}, success=False)
+        truncated = self.max_steps is not None and self._steps >= self.max_steps
+        self._done = truncated
+        return self._observe(self._obs or {}), 0.0, False, truncated, info
+
+    def _recall_escaped_pages(self, pages_before: list[Any]) -> list[str]:
+        """Pages left outside the policy (a refused navigation's error page, or one the guard
+        missed): a tab opened by this step is closed, any other goes back to where it was."""
+        escaped = []
+        for page in list(self._env.context.pages):
+            if self.policy.allows(page.url):
+                continue
+            escaped.append(page.url)
+            if page not in pages_before:
+                page.close()
+                continue
+            with contextlib.suppress(Exception):  # no history: the blank page below
+                page.go_back()
+            if not self.policy.allows(page.url):
+                page.goto("about:blank")
+        return escaped
+
+    def _teardown(self) -> None:
+        """Close what is left of the BrowserGym env, piece by piece; never raises."""
+        env, self._env = self._env, None
+        self._obs = None
+        if env is None:
+            return
+        for name in ("task", "chat", "context", "browser"):
+            part = getattr(env, name, None)
+            closer = getattr(part, "teardown" if name == "task" else "close", None)
+            if closer is None:
+                continue
+            try:
+                closer()
+            except Exception as exc:  # a dead browser cannot be closed cleanly; it is gone anyway
+                _log.debug("closing the %s of a dead browser env: %s", name, exc)
+            setattr(env, name, None)
 
     def close(self) -> None:
-        if self._env is not None:
-            self._env.close()
-            self._env = None
-        self._obs = None
+        """Close the browsers; never raises, also after a crash."""
+        self._teardown()
+        self._fault, self._done = None, False
 
 
 class OpenURLEnv(_BrowserGymEnv):
@@ -295,13 +465,19 @@ class OpenURLEnv(_BrowserGymEnv):
 
         return OpenEndedTask, {"start_url": self.url, "goal": self.task_goal}
 
+    def _navigation_policy(self) -> NavigationPolicy:
+        """The web, and the start page's own folder when it is a local file."""
+        return NavigationPolicy.for_start_url(self.url)
+
 
 class MiniWoBEnv(_BrowserGymEnv):
     """``XTree-MiniWoB-v0``: one MiniWoB++ task (``task="click-button"``) in headless Chromium.
 
     Pages come from the ``miniwob`` wheel as a ``file://`` URL (or ``base_url`` /
-    ``$MINIWOB_URL``). Reward is BrowserGym's (1.0 when the task's raw reward is positive);
-    ``info["raw_reward"]`` keeps MiniWoB's own value in [-1, 1].
+    ``$MINIWOB_URL``); the agent may open that folder's pages (and their ``../core`` assets)
+    and web pages, no other local file. Success is MiniWoB's full credit (raw reward 1); the
+    reward is 1.0 on success and 0.0 otherwise, so a partial-credit ending (click-checkboxes
+    with a wrong box: raw 0.6) is no win; ``info["raw_reward"]`` keeps MiniWoB's own value in [-1, 1].
 
     Example:
         >>> import gymnasium as gym, xtree_gym.envs  # doctest: +SKIP
@@ -367,11 +543,34 @@ class MiniWoBEnv(_BrowserGymEnv):
             out["role"] = element["aria_role"]
         return out
 
+    def _navigation_policy(self) -> NavigationPolicy:
+        """The folder above the task page (``html/``: ``miniwob/*.html`` and ``core/``, ``common/``)."""
+        return NavigationPolicy.for_start_url(self.base_url, levels_up=1)
+
+    def _success(self, reward: float, terminated: bool, task_info: Mapping[str, Any]) -> bool:
+        return bool(terminated) and miniwob_full_credit(task_info.get("RAW_REWARD_GLOBAL"))
+
+    def _reward(self, reward: float, success: bool) -> float:
+        return 1.0 if success else 0.0
+
     def step(self, action: str) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = super().step(action)
         raw = info["task_info"].get("RAW_REWARD_GLOBAL")
         info["raw_reward"] = float(raw) if raw is not None else None
         return obs, reward, terminated, truncated, info
+
+
+def miniwob_full_credit(raw_reward: Any) -> bool:
+    """True when MiniWoB's raw reward is full credit (1; partial credit is a fraction).
+
+    Example:
+        >>> miniwob_full_credit(1.0), miniwob_full_credit(0.6), miniwob_full_credit(None)
+        (True, False, False)
+    """
+    try:
+        return raw_reward is not None and float(raw_reward) >= 1.0 - 1e-9
+    except (TypeError, ValueError):
+        return False
 
 
 def missing_webarena_vars(environ: Mapping[str, str] | None = None) -> list[str]:

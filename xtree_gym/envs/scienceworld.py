@@ -45,6 +45,20 @@ INVALID_REPLIES: tuple[str, ...] = ("No known action matches that input.", "Unkn
 """How the simulator starts its answer to an action it cannot run (checked against the jar in tests)."""
 
 
+def _sendable(action: str) -> bool:
+    """Whether ``action`` can go to the JVM: UTF-8 encodable (no lone surrogate such as ``\\ud83d``).
+
+    Example:
+        >>> _sendable("open door"), _sendable("open " + chr(0xD83D) + " door")
+        (True, False)
+    """
+    try:
+        action.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def is_invalid_reply(observation: str) -> bool:
     """Whether ``observation`` is the simulator refusing the action (what ``info["invalid_action"]`` says).
 
@@ -271,11 +285,15 @@ class ScienceWorldEnv(gym.Env[str, str]):
             raise EnvConfigError(
                 "step() after a simulator fault ended the episode", fix="call env.reset() to load a new one"
             )
+        if self._done:  # the simulator would go on and could score again: the episode is over
+            raise EnvConfigError("step() called after the episode ended", fix="call env.reset() first")
         action = str(action)
         traj = self._traj
         traj.steps.append(Step(action=action))
         index = len(traj.steps) - 1
         canonical = self._canon(action, self._canon.corpus_context(traj, index))
+        if not _sendable(action):  # py4j cannot encode it: refuse it here, as the simulator would
+            return self._refused_unsendable(canonical)
         assert self.jvm is not None
         err = _py4j_error()
         try:
@@ -315,9 +333,23 @@ class ScienceWorldEnv(gym.Env[str, str]):
             info["valid_actions"] = self.valid_actions()
         return obs, reward, terminated, truncated, info
 
+    def _refused_unsendable(self, canonical: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """An action py4j cannot send (a lone surrogate): invalid, the episode goes on."""
+        obs = INVALID_REPLIES[0]
+        assert self._traj is not None
+        self._traj.steps[-1].observation = obs
+        self._steps += 1
+        truncated = self.step_limit is not None and self._steps >= self.step_limit
+        self._done = truncated
+        info = self._base_info()
+        info.update(invalid_action=True, xtree={**canonical.to_info(), "invalid": True})
+        info["action_error"] = "the action is not valid UTF-8 text (a lone surrogate); it was not sent"
+        return obs, 0.0, False, truncated, info
+
     def _base_info(self) -> dict[str, Any]:
         return {
             "task": self.current_task,
+            "goal": self.goal,  # the task description, on every step (an LLM loop needs it)
             "task_id": folds.TASKS[self.current_task][0] if self.current_task else None,
             "variation": self.current_variation,
             "score": self._score,
@@ -332,6 +364,14 @@ class ScienceWorldEnv(gym.Env[str, str]):
         return [
             str(a) for a in self._call(self.step_timeout, self._interface().getValidActionObjectCombinations)
         ]
+
+    def action_templates(self) -> list[str]:
+        """The simulator's action command templates (``"open OBJ"``, ``"go to LOC"``...), as RLVMR lists them."""
+        return [str(a) for a in self._call(self.step_timeout, self._interface().getPossibleActions)]
+
+    def objects_in_view(self) -> list[str]:
+        """The objects the agent can refer to in its current location (``getPossibleObjects``)."""
+        return [str(a) for a in self._call(self.step_timeout, self._interface().getPossibleObjects)]
 
     def gold_actions(self) -> list[str]:
         """The simulator's gold action sequence for the loaded variation (needs ``reset(options={"gold_path": True})``)."""

@@ -145,6 +145,18 @@ def parse_action(action: str) -> tuple[str, str | None]:
     return m.group(1).lower(), m.group(2).strip().lower()
 
 
+def _bracket_text(action: str) -> str:
+    """The text between the brackets as written (``"search[ ]"`` -> ``" "``; the original runs a
+    search for any non-empty text, blanks included, and shows its 0 results).
+
+    Example:
+        >>> _bracket_text("search[ ]"), _bracket_text("search[]"), _bracket_text("look")
+        (' ', '', '')
+    """
+    m = _ACTION.match(action)
+    return m.group(2) if m is not None else ""
+
+
 _Base: Any = gym.Env if gym is not None else object
 
 
@@ -217,6 +229,13 @@ class WebShopEnv(_Base):
         """``{"has_search_bar": bool, "clickables": [...]}`` like the original text env."""
         return {"has_search_bar": self.state.page == "search", "clickables": list(self._clickables)}
 
+    def valid_actions(self) -> list[str]:
+        """The admissible actions as text: ``search[<your query>]`` on the search page, then ``click[value]``
+        for every clickable (the list verl-agent's WebShop prompt shows)."""
+        avail = self.get_available_actions()
+        search = ["search[<your query>]"] if avail["has_search_bar"] else []
+        return search + [f"click[{c}]" for c in avail["clickables"] if c != "search"]
+
     @property
     def observation(self) -> str:
         return render(self._elements, rich=self.config.observation_mode == "text_rich")
@@ -263,8 +282,8 @@ class WebShopEnv(_Base):
         info: dict[str, Any] = {}
         if self._done:
             invalid = True
-        elif name == "search" and arg and (self.state.page == "search" or not self.config.strict_search):
-            self._search(arg)
+        elif name == "search" and _bracket_text(action) and self._search_allowed():
+            self._search(arg or "")
         elif name == "click" and arg is not None and arg in self._clickables and arg != "search":
             reward = self._click(arg, info)
         else:
@@ -289,6 +308,9 @@ class WebShopEnv(_Base):
             }
         )
         return self.observation, reward, self._done, truncated, info
+
+    def _search_allowed(self) -> bool:
+        return self.state.page == "search" or not self.config.strict_search
 
     def render(self) -> str | None:
         return self.observation if self.render_mode == "ansi" else None

@@ -123,13 +123,27 @@ class Catalogue:
             self.by_asin = {p.asin: p for p in self.products}
 
 
-def resolve_data_dir(data_dir: str | os.PathLike[str] | None) -> Path:
-    """The data directory: ``data_dir``, else ``$XTREE_WEBSHOP_DATA``; both files must be there."""
+def resolve_data_dir(data_dir: str | os.PathLike[str] | None, *, option: str = "data_dir=...") -> Path:
+    """The data directory: ``data_dir``, else ``$XTREE_WEBSHOP_DATA``; both files must be there.
+
+    ``option`` is how the caller's user passes the folder (``--data-dir DIR`` on the command line),
+    so the error names what they can type.
+
+    Example:
+        >>> import os
+        >>> os.environ.pop(DATA_ENV_VAR, None) and None
+        >>> try:
+        ...     resolve_data_dir(None, option="--data-dir DIR")
+        ... except EnvConfigError as exc:
+        ...     print(exc.fix)
+        pass --data-dir DIR or set XTREE_WEBSHOP_DATA to a folder holding items_shuffle_1000.json and items_ins_v2_1000.json (the WebShop 1000-product files; see README.md, "WebShop data")
+    """
     raw = data_dir if data_dir is not None else os.environ.get(DATA_ENV_VAR)
+    files = f'{CATALOGUE_FILE} and {INSTRUCTIONS_FILE} (the WebShop 1000-product files; see README.md, "WebShop data")'
     if raw is None or str(raw) == "":
         raise EnvConfigError(
             "XTree-WebShop-v0 needs the WebShop data files and no data directory was given",
-            fix=f"pass data_dir=... or set {DATA_ENV_VAR} to a folder holding {CATALOGUE_FILE} and {INSTRUCTIONS_FILE}",
+            fix=f"pass {option} or set {DATA_ENV_VAR} to a folder holding {files}",
         )
     path = Path(raw).expanduser()
     for name in (CATALOGUE_FILE, INSTRUCTIONS_FILE):
@@ -137,7 +151,7 @@ def resolve_data_dir(data_dir: str | os.PathLike[str] | None) -> Path:
             raise EnvConfigError(
                 f"{name!r} is not in the WebShop data directory {str(path)!r}",
                 where=str(path / name),
-                fix="point data_dir (or $XTREE_WEBSHOP_DATA) at the folder with the 1000-product WebShop files",
+                fix=f"point {option.split()[0].rstrip('=.')} (or ${DATA_ENV_VAR}) at the folder holding {files}",
             )
     return path
 

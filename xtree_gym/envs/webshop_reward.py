@@ -2,26 +2,33 @@
 
 ``reward = r_type * (attribute matches + option matches + price ok) / (n_attributes + n_options + 1)``
 
+This follows the original's ``web_agent_site/engine/goal.py`` on its master branch (64fa2a5):
+
 * **attributes**: a goal attribute matches when its fuzzy token-set ratio with one of the
   product's attributes is above 85, or when it is a substring of the product's title, bullet
   points or description (lower-cased);
-* **options**: each *chosen* option value (colours normalized to a base colour first) matches
-  when it equals a goal value (``size`` groups) or fuzzy-matches one (> 85), or when it is a
-  substring of the title / bullets / description -- exactly the original's rule, quirks included;
+* **options**: a goal option matches when one purchased option value fuzzy-matches it (> 85),
+  colours normalized to a base colour first. There is no exact match for sizes and no
+  title/bullets/description fallback. The original passes the goal's options as
+  ``dict.items()``, so each goal option is a ``(name, value)`` pair: it becomes a base colour
+  when either element *is* one, and is otherwise compared as the text of the pair
+  (``"('size', 'large')"``: the option's name takes part in the fuzzy match);
 * **price**: the price paid is at most the goal's bound;
 * **type** ``r_type``: 1 when the scrape query matches, or two breadcrumb levels are shared, or
   more than 20 % of the goal title's nouns are in the bought title; 0.5 when none of these
   hold; 0.1 when under 10 % of the nouns are shared; 0 when none are.
 
-Fuzzy scores reproduce ``thefuzz.fuzz.token_set_ratio`` (ASCII-only, lower case, punctuation
-to spaces, rounded to an integer) with ``rapidfuzz``. Nouns come from TextBlob's Pattern
-tagger, whose English lexicon ships inside the wheel (the original loads spaCy's
-``en_core_web_lg``, a separate model download); see ``docs/webshop.md`` for the divergence.
+Fuzzy scores reproduce ``thefuzz.fuzz.token_set_ratio`` (characters 128-255 dropped, lower
+case, punctuation to spaces, rounded to an integer) with ``rapidfuzz``. Nouns come from spaCy's
+``en_core_web_sm`` as in the original when that model is installed, else from TextBlob's
+Pattern tagger (its lexicon ships inside the wheel) on the title split at ``-`` and ``/``
+the way spaCy's tokenizer splits ``T-Shirt``; see ``docs/webshop.md``.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -30,7 +37,8 @@ from ..errors import missing_dependency
 from .webshop_data import Goal, Product
 
 FUZZY_THRESHOLD = 85
-EXACT_MATCH_OPTIONS = ("size",)
+SPACY_MODEL = "en_core_web_sm"
+"""The spaCy pipeline the original loads for the type reward (used when installed)."""
 
 # Base colours in the original's order; the first one contained in a value wins.
 COLOR_SET = [
@@ -139,12 +147,17 @@ COLOR_SET = [
 ]
 
 
-def normalize_color(value: str) -> str:
-    """The first base colour contained in ``value``, else ``value`` unchanged.
+def normalize_color(value: Any) -> Any:
+    """The first base colour ``in`` ``value``, else ``value`` unchanged (the original's rule).
+
+    For a string that is a substring test; for a ``(name, value)`` pair (how the original
+    passes goal options) it is element equality, so only a value that *is* a colour maps.
 
     Example:
         >>> normalize_color("black forest"), normalize_color("violet lavender"), normalize_color("webshop")
         ('black', 'lavender', 'webshop')
+        >>> normalize_color(("color", "navy")), normalize_color(("color", "navy blue"))
+        ('navy', ('color', 'navy blue'))
     """
     for color in COLOR_SET:
         if color in value:
@@ -152,19 +165,25 @@ def normalize_color(value: str) -> str:
     return value
 
 
-def fuzzy_score(a: str, b: str) -> int:
-    """``thefuzz``'s token-set ratio: ASCII only, lower case, punctuation as spaces, rounded.
+_HIGH_LATIN1 = {i: None for i in range(128, 256)}  # thefuzz's force_ascii drops exactly these
+
+
+def fuzzy_score(a: Any, b: Any) -> int:
+    """``thefuzz``'s token-set ratio: ``str()`` of each side, characters 128-255 dropped,
+    lower case, punctuation as spaces, rounded.
 
     Example:
         >>> fuzzy_score("Sulfate-Free", "sulfate free"), fuzzy_score("fuzzy was a bear", "fuzzy fuzzy was a bear")
         (100, 100)
         >>> fuzzy_score("hair growth", "hair loss") < 85
         True
+        >>> fuzzy_score("navy", ("color", "navy blue"))   # the pair's text: "color navy blue"
+        100
     """
     from rapidfuzz import fuzz, utils
 
-    a = utils.default_process(a.encode("ascii", "ignore").decode())
-    b = utils.default_process(b.encode("ascii", "ignore").decode())
+    a = utils.default_process(str(a).translate(_HIGH_LATIN1))
+    b = utils.default_process(str(b).translate(_HIGH_LATIN1))
     return round(fuzz.token_set_ratio(a, b))
 
 
@@ -185,17 +204,37 @@ def attribute_matches(product: Product, goal_attributes: Sequence[str]) -> int:
     return n
 
 
-def option_matches(product: Product, goal_options: Sequence[str], chosen: Mapping[str, str]) -> int:
-    """How many chosen options match a goal option (per the original's rule, see module doc)."""
-    goal_values = [normalize_color(v) for v in goal_options]
+def goal_option_keys(goal_options: Mapping[str, str] | Sequence[Any]) -> list[Any]:
+    """The goal options as the original's option reward sees them, colours normalized.
+
+    A dict gives its ``(name, value)`` items (the original passes ``dict.items()``); a list
+    is taken as it is.
+
+    Example:
+        >>> goal_option_keys({"size": "large", "color": "black"})
+        [('size', 'large'), 'black']
+        >>> goal_option_keys(["large", "black forest"])
+        ['large', 'black']
+    """
+    items = list(goal_options.items()) if isinstance(goal_options, Mapping) else list(goal_options)
+    return [normalize_color(o) for o in items]
+
+
+def option_matches(goal_options: Mapping[str, str] | Sequence[Any], chosen: Mapping[str, str]) -> int:
+    """How many goal options one of the purchased option values fuzzy-matches (> 85).
+
+    Example (the issue's case: goal size 28" x 28", bought 16" x 16" -- no match):
+        >>> option_matches({"size": '28" x 28"'}, {"size": '16" x 16"'})
+        0
+        >>> option_matches({"size": '28" x 28"'}, {"size": '28" x 28"'})
+        1
+        >>> option_matches({"color": "navy blue", "size": "x-large"}, {"color": "navy", "size": "large"})
+        2
+    """
+    purchased = [normalize_color(v) for v in chosen.values()]
     n = 0
-    for name, raw_value in chosen.items():
-        value = normalize_color(raw_value)
-        if name.lower() in EXACT_MATCH_OPTIONS:
-            matched = value in goal_values
-        else:
-            matched = any(fuzzy_score(g, value) > FUZZY_THRESHOLD for g in goal_values)
-        if matched or _in_text(value, product):
+    for g in goal_option_keys(goal_options):
+        if any(fuzzy_score(p, g) > FUZZY_THRESHOLD for p in purchased):
             n += 1
     return n
 
@@ -210,17 +249,65 @@ def _pattern_tagger() -> Callable[[str], list[tuple[str, str]]]:
     return lambda text: [(w, t) for w, t in tagger.tag(text)]
 
 
-@functools.lru_cache(maxsize=4096)
-def title_nouns(title: str) -> tuple[str, ...]:
-    """Lower-cased nouns and proper nouns (two or more letters/digits) of a title, in order, repeats kept.
+@functools.lru_cache(maxsize=1)
+def spacy_pipeline() -> Any:
+    """spaCy's ``en_core_web_sm`` when both are installed (the original's tagger), else None."""
+    try:
+        import spacy
+        import spacy.util
+    except ImportError:
+        return None
+    if not spacy.util.is_package(SPACY_MODEL):
+        return None
+    return spacy.load(SPACY_MODEL, disable=["parser", "ner", "lemmatizer"])
+
+
+def noun_backend() -> str:
+    """``"spacy"`` (``en_core_web_sm`` installed, as the original) or ``"textblob"`` (the fallback)."""
+    return "spacy" if spacy_pipeline() is not None else "textblob"
+
+
+def spacy_nouns(nlp: Any, title: str) -> tuple[str, ...]:
+    """The original's rule on a spaCy pipeline: lower-cased tokens whose POS is NOUN or PROPN.
+
+    Example (tokens as spaCy's English tokenizer and tagger give them for ``Men's T-Shirt``):
+        >>> from types import SimpleNamespace as Tok
+        >>> doc = [Tok(text="Men", pos_="NOUN"), Tok(text="'s", pos_="PART"), Tok(text="T", pos_="NOUN"),
+        ...        Tok(text="-", pos_="PUNCT"), Tok(text="Shirt", pos_="PROPN")]
+        >>> spacy_nouns(lambda text: doc, "Men's T-Shirt")
+        ('men', 't', 'shirt')
+    """
+    return tuple(t.text.lower() for t in nlp(title) if t.pos_ in ("PNOUN", "NOUN", "PROPN"))
+
+
+_SPLIT_HYPHEN_SLASH = re.compile(r"[-/]")
+
+
+def textblob_nouns(title: str) -> tuple[str, ...]:
+    """Nouns by TextBlob's Pattern tagger, the title first split at ``-`` and ``/`` (as spaCy
+    splits ``T-Shirt`` into ``T``, ``-``, ``Shirt``); one-letter nouns are kept, punctuation
+    tagged NN is not.
 
     Example:
-        >>> title_nouns("Bright Citrus Deodorant by Earth Mama")
-        ('bright', 'citrus', 'deodorant', 'earth', 'mama')
+        >>> textblob_nouns("Cotton T-Shirt for Men")
+        ('cotton', 't', 'shirt', 'men')
     """
-    tagged = _pattern_tagger()(title)
-    # one-letter tokens ("X" in '16" X 16"') and punctuation tagged NN are not nouns of the title
-    return tuple(w.lower() for w, t in tagged if t.startswith("NN") and sum(c.isalnum() for c in w) >= 2)
+    tagged = _pattern_tagger()(_SPLIT_HYPHEN_SLASH.sub(" ", title))
+    return tuple(w.lower() for w, t in tagged if t.startswith("NN") and any(c.isalnum() for c in w))
+
+
+@functools.lru_cache(maxsize=4096)
+def title_nouns(title: str) -> tuple[str, ...]:
+    """Lower-cased nouns and proper nouns of a title, in order, repeats kept (spaCy when
+    ``en_core_web_sm`` is installed, else :func:`textblob_nouns`).
+
+    Example:
+        >>> nouns = title_nouns("Bright Citrus Deodorant by Earth Mama")
+        >>> {"citrus", "deodorant", "earth", "mama"} <= set(nouns)
+        True
+    """
+    nlp = spacy_pipeline()
+    return spacy_nouns(nlp, title) if nlp is not None else textblob_nouns(title)
 
 
 def type_reward(
@@ -308,7 +395,7 @@ def purchase_reward(
     r_type = type_reward(product, goal, nouns)
     n_att = attribute_matches(product, goal.attributes)
     goal_values = list(goal.goal_options.values())
-    n_opt = option_matches(product, goal_values, chosen_options)
+    n_opt = option_matches(goal.goal_options, chosen_options)
     r_price = price <= goal.price_upper if goal.price_upper > 0 else True
     denom = len(goal.attributes) + len(goal_values) + 1
     total = (n_att + n_opt + int(r_price)) / denom * r_type["r_type"]

@@ -7,7 +7,6 @@ traceback from deep in the standard library.
 
 from __future__ import annotations
 
-import json
 import os
 import zlib
 from collections.abc import Iterator
@@ -15,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .._io import open_text
+from .._io import JSONProblem, input_problem, loads_strict, open_bytes
 from ..errors import ConfigError, CorpusError, XTreeError
 
 # What reading a user's file can raise below our own checks: not UTF-8, not gzip, a truncated or
@@ -72,18 +71,30 @@ def iter_records(path: str | os.PathLike[str]) -> Iterator[tuple[str, Any]]:
     name the bad record in its :class:`CorpusError`.
     """
     p = Path(path)
-    if not p.is_file():
-        raise CorpusError(f"trajectory file {str(p)!r} does not exist", fix="check the path")
-    with reading(p), open_text(p) as fh:
-        text = fh.read()
+    problem = input_problem(p, "trajectory file")
+    if problem:
+        raise CorpusError(problem, fix="check the path")
+    with reading(p), open_bytes(p) as fh:
+        raw = fh.read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:  # name the line, as the corpus reader does
+        bad_line = raw.count(b"\n", 0, exc.start) + 1
+        raise CorpusError(
+            f"not UTF-8 text ({exc.reason} at byte {exc.start})",
+            where=f"{p}:{bad_line}",
+            fix=_READ_FIX,
+        ) from None
     stripped = text.lstrip()
     if stripped.startswith("["):
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
+            data = loads_strict(text)
+        except JSONProblem as exc:
             raise CorpusError(
-                f"not valid JSON ({exc.msg})", where=f"{p}:{exc.lineno}", fix="repair the JSON list"
+                exc.problem, where=f"{p}:{exc.lineno}" if exc.lineno else str(p), fix="repair the JSON list"
             ) from None
+        if not isinstance(data, list):  # "[1] [2]" and the like
+            raise CorpusError("not a JSON list of records", where=str(p), fix="repair the JSON list")
         for i, rec in enumerate(data):
             yield f"{p}: record {i}", rec
         return
@@ -91,10 +102,10 @@ def iter_records(path: str | os.PathLike[str]) -> Iterator[tuple[str, Any]]:
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
+            rec = loads_strict(line)
+        except JSONProblem as exc:
             raise CorpusError(
-                f"not valid JSON ({exc.msg} at column {exc.colno})",
+                exc.problem,
                 where=f"{p}:{lineno}",
                 fix="repair the line (each line must be one JSON object)",
             ) from None

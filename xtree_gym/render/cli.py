@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .._io import refuse_overwrite
+from ..cli_core import add_keep_duplicates
 from ..errors import ConfigError, TreeFormatError
 
 
@@ -34,7 +36,15 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--corpus", nargs="*", default=[], help="corpus JSONL file(s) the tree describes")
     p.add_argument("--domain", default=None, help="canonicalizer for steps without a 'token'; card style")
     p.add_argument("--skip-bad", action="store_true", help="skip and count malformed corpus lines")
+    add_keep_duplicates(p)
     p.add_argument("--trajectories", type=int, default=4, help="trajectories to draw (default 4)")
+
+
+def _refuse_inputs(args: argparse.Namespace, outputs: list[str | Path] | None = None) -> None:
+    """No output (``-o``, or a file the command writes under it) may be the tree or a corpus it reads."""
+    inputs = [args.tree, *args.corpus]
+    for out in outputs or [args.output]:
+        refuse_overwrite(out, inputs)
 
 
 def _load(args: argparse.Namespace) -> tuple[Any, Any]:
@@ -55,9 +65,11 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any]:
     usage = None
     if args.corpus:
         with reading(", ".join(args.corpus)):
-            corpus = read_corpus(args.corpus, skip_bad=args.skip_bad)
+            corpus = read_corpus(args.corpus, skip_bad=args.skip_bad, keep_duplicates=args.keep_duplicates)
         for bad in corpus.skipped:
             print(f"skipped {bad}", file=sys.stderr)
+        if corpus.duplicates:
+            print(f"kept {len(corpus.duplicates)} record(s) with a repeated id", file=sys.stderr)
         usage = CorpusUsage.build(tree, corpus, domain=args.domain, progress=True)
     return tree, usage
 
@@ -68,6 +80,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from .gaps import find_gaps
     from .report import build_report
 
+    _refuse_inputs(args)
     tree, usage = _load(args)
     gaps = find_gaps(tree, usage) if usage is not None else None
     html = build_report(
@@ -87,6 +100,9 @@ def cmd_plot(args: argparse.Namespace) -> int:
     from ..formats._records import writing
     from .figures import write_figures
 
+    names = ["depth_histogram.png", "length_histogram.png", "hierarchy.png", "success_vs_base.png"]
+    names += [f"tiling_{k}.png" for k in range(max(args.trajectories, 0))]
+    _refuse_inputs(args, [args.output, *(Path(args.output) / n for n in names)])
     tree, usage = _load(args)
     with writing(args.output):
         paths = write_figures(tree, args.output, usage, max_trajectories=args.trajectories)
@@ -99,6 +115,7 @@ def cmd_cards(args: argparse.Namespace) -> int:
     from ..formats._records import writing
     from .retrieval import build_skill_bank
 
+    _refuse_inputs(args)
     tree, usage = _load(args)
     bank = build_skill_bank(tree, usage, args.domain)
     with writing(args.output):

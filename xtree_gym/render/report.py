@@ -91,11 +91,60 @@ def _bound_text(tree: Any) -> str:
     return "not recorded in this tree file (a released tree without a 'bound' field)"
 
 
-def _summary(tree: Any, usage: CorpusUsage | None) -> str:
+def _kv_text(items: dict[str, Any]) -> str:
+    """``k = v`` pairs, sorted, leaving out empty values (no ``name = ,`` for a tree mined without a name).
+
+    Example:
+        >>> _kv_text({"name": "", "n_trajectories": 6, "envs": []})
+        'n_trajectories = 6'
+    """
+    return ", ".join(f"{k} = {v}" for k, v in sorted(items.items()) if v not in ("", None, [], {}))
+
+
+def _config_text(config: dict[str, Any]) -> str:
+    """The config with each of the authors' alias keys folded into the field it names (shown once).
+
+    Example:
+        >>> _config_text({"cap": 80, "max_skills": 80, "eta": 0.5, "mdl_lambda": 0.5, "min_frequency": 3})
+        'cap = 80, eta = 0.5, min_frequency = 3'
+    """
+    from ..tree import _AUTHOR_CONFIG
+
+    shown = {
+        k: v
+        for k, v in config.items()
+        if not (k in _AUTHOR_CONFIG and _AUTHOR_CONFIG[k] in config and config[_AUTHOR_CONFIG[k]] == v)
+    }
+    return _kv_text(shown)
+
+
+def _rate_text(n_successful: Any, n_trajectories: Any) -> str | None:
+    if isinstance(n_successful, int) and isinstance(n_trajectories, int) and n_trajectories > 0:
+        return f"{_pct(n_successful / n_trajectories)} ({n_successful} of {n_trajectories} succeeded)"
+    return None
+
+
+def _report_corpus_text(tree: Any, usage: CorpusUsage) -> str:
+    """The report corpus in one line; says so when the tree was mined from a corpus with another base rate."""
+    steps = sum(len(t) for t in usage.tokens)
+    n_ok = sum(bool(t.success) for t in usage.trajectories)
+    text = f"{usage.n_trajectories} trajectories, {steps} steps, base rate {_rate_text(n_ok, usage.n_trajectories)}"
     corpus = tree.corpus or {}
+    tree_rate = _rate_text(corpus.get("n_successful"), corpus.get("n_trajectories"))
+    if tree_rate and (corpus.get("n_successful"), corpus.get("n_trajectories")) != (
+        n_ok,
+        usage.n_trajectories,
+    ):
+        text += f" -- not the corpus the tree was mined from (base rate {tree_rate}); node tables and charts use this one"
+    return text
+
+
+def _summary(tree: Any, usage: CorpusUsage | None) -> str:
+    corpus = dict(tree.corpus or {})
+    tree_rate = _rate_text(corpus.get("n_successful"), corpus.get("n_trajectories"))
     rows = [
         ("environment", tree.environment or "–"),
-        ("tree corpus", ", ".join(f"{k} = {v}" for k, v in sorted(corpus.items())) or "–"),
+        ("tree corpus", _kv_text(corpus) + (f"; base rate {tree_rate}" if tree_rate else "") or "–"),
         ("nodes / primitives", f"{len(tree.nodes)} / {tree.n_primitives}"),
         (
             "max depth / max length",
@@ -104,16 +153,10 @@ def _summary(tree: Any, usage: CorpusUsage | None) -> str:
         ),
         ("what bound the mining", _bound_text(tree)),
         ("compression ratio", "–" if tree.compression_ratio is None else f"{tree.compression_ratio:.3f}"),
-        ("config", ", ".join(f"{k} = {v}" for k, v in sorted((tree.config or {}).items())) or "–"),
+        ("config", _config_text(tree.config or {}) or "–"),
     ]
     if usage is not None:
-        steps = sum(len(t) for t in usage.tokens)
-        rows.append(
-            (
-                "report corpus",
-                f"{usage.n_trajectories} trajectories, {steps} steps, base rate {_pct(usage.base_rate)}",
-            )
-        )
+        rows.append(("report corpus", _report_corpus_text(tree, usage)))
     body = "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in rows)
     return f'<table class="kv">{body}</table><p class="muted">Node table rows: <span id="js-node-count">?</span></p>'
 

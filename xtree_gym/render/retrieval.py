@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._io import atomic_write_text
+from .._io import atomic_write_text, loads_strict
 from ..errors import ConfigError, TreeFormatError
 from .cards import Card, family_cards, generic_card, option_type, webshop_cards
 from .stats import CorpusUsage
@@ -168,7 +168,7 @@ class SkillBank:
     @classmethod
     def load(cls, path: str | Path) -> SkillBank:
         try:
-            d = json.loads(Path(path).read_text(encoding="utf-8"))
+            d = loads_strict(Path(path).read_text(encoding="utf-8"))
             cards = {k: Card(k, tuple(v)) for k, v in d["cards"].items()}
             index = FamilyIndex([tuple(e) for e in d["index"]]) if d.get("index") else None  # type: ignore[misc]
             return cls(d["domain"], cards, index)

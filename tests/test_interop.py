@@ -1,0 +1,268 @@
+"""Our envs and rewards inside other trainers: each adapter plays real episodes with the real package.
+
+Countdown is the env throughout (pure Python, instant); the responses come from our ``scripted``
+generator, or for TRL from a ``tiny-random`` model that GRPOTrainer really trains.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.metadata as md
+import re
+import subprocess
+import sys
+
+import pytest
+
+from xtree_gym import MinerConfig, Step, Trajectory, mine
+from xtree_gym.adapters.text_env import TextEpisode, episode_bonus
+from xtree_gym.agents.generation import ScriptedGenerator
+
+
+def _solution(seed: int) -> list[str]:
+    ep = TextEpisode("XTree-Countdown-v0")
+    ep.reset(seed=seed)
+    return list(ep.info["solution"])
+
+
+@pytest.fixture(scope="module")
+def tree():
+    """A tree mined from the solutions of 40 Countdown puzzles (successes) and the same without the last op (failures)."""
+    trajs = []
+    for seed in range(40):
+        for cut, label in ((None, "win"), (-1, "stop")):
+            ep = TextEpisode("XTree-Countdown-v0")
+            ep.reset(seed=seed)
+            plan = list(ep.info["solution"])[:cut]
+            for action in plan:
+                ep.step(action)
+            steps = [Step(a, token=t) for a, t in zip(plan, ep.tokens)]
+            trajs.append(Trajectory(f"{label}-{seed}", steps, ep.won, task="countdown"))
+    t = mine(trajs, MinerConfig(min_freq=2, eta=0.0, cap=8, max_len=4))
+    assert len(t.nodes) > 0
+    return t
+
+
+def _first_node_plan(tree) -> tuple[int, list[str], float]:
+    """``(seed, solution, bonus)``: the solution without its last op matches a node (an all-fail group)."""
+    for seed in range(30):
+        sol = _solution(seed)
+        ep = TextEpisode("XTree-Countdown-v0")
+        ep.reset(seed=seed)
+        for a in sol[:-1]:
+            ep.step(a)
+        b = episode_bonus(tree, ep.tokens)
+        if b > 0 and not ep.won:
+            return seed, sol, b
+    pytest.fail("no seed whose unfinished solution earns a bonus")
+
+
+def test_gym_entry_point_in_a_fresh_process():
+    eps = [e for e in md.entry_points(group="gymnasium.envs") if e.value.startswith("xtree_gym")]
+    assert eps, "xtree_gym declares no gymnasium.envs entry point (reinstall the package)"
+    code = (
+        "import sys, gymnasium as gym\n"
+        "env = gym.make('xtree_gym:XTree-Countdown-v0'); obs, info = env.reset(seed=0)\n"
+        "assert 'Target' in obs, obs\n"
+        "from importlib.metadata import entry_points\n"
+        "[e.load()() for e in entry_points(group='gymnasium.envs') if e.value.startswith('xtree_gym')]\n"
+        "print(sorted(i for i in gym.registry if i.startswith('XTree-'))[:2])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "XTree-ALFWorld-v0" in out.stdout
+
+
+def test_gem_plays_an_episode_with_the_running_bonus(tree):
+    gem = pytest.importorskip("gem", reason="gem-llm is not installed: pip install 'xtree_gym[interop]'")
+    from xtree_gym.adapters.gem_env import register_gem
+
+    register_gem(prefix="gemtest/", tree=tree)
+    env = gem.make("gemtest/XTree-Countdown-v0")
+    obs, _ = env.reset(seed=3)
+    assert "Target" in obs
+    total, info = 0.0, {}
+    for action in _solution(3):
+        obs, r, term, _trunc, info = env.step(f"Thinking.\n{action}")
+        total += r
+    assert term and info["won"]
+    assert info["xtree_lambda"] == 0.75  # first episode of the task: running win rate 0
+    assert total == pytest.approx(10.0 + 0.75 * info["xtree_bonus"])
+
+
+def test_openenv_server_over_http(tree):
+    pytest.importorskip("fastapi", reason="fastapi is not installed")
+    from fastapi.testclient import TestClient
+
+    try:
+        from xtree_gym.adapters.openenv_env import make_app
+    except ImportError as exc:
+        pytest.skip(f"openenv-core is not installed ({exc}): pip install 'xtree_gym[interop]'")
+    client = TestClient(make_app("XTree-Countdown-v0", seed=5, tree=tree))
+    first = client.post("/reset", json={}).json()
+    assert "Target" in first["observation"]["text"]
+    body = {}
+    for action in _solution(5):
+        body = client.post("/step", json={"action": {"reply": action}}).json()
+    assert body["done"] is True and body["reward"] == 10.0
+    obs = body["observation"]
+    assert obs["won"] is True and obs["xtree_bonus"] == episode_bonus(tree, obs["tokens"]) and obs["tokens"]
+    assert client.get("/state").json()["step_count"] == len(_solution(5))
+
+
+def test_verifiers_group_reward_is_eq3(tree):
+    vf = pytest.importorskip(
+        "verifiers", reason="verifiers is not installed: pip install 'xtree_gym[interop]'"
+    )
+    from xtree_gym.adapters.verifiers_env import GeneratorClient, load_environment, run_group
+
+    seed, sol, _ = _first_node_plan(tree)
+    env = load_environment(
+        "XTree-Countdown-v0", num_examples=seed + 1, tree=tree, w_ref=0.4, max_turns=len(sol)
+    )
+    assert isinstance(env, vf.MultiTurnEnv)
+    # Every member replays the solution but never the final op: an all-fail group.
+    scripted = ScriptedGenerator(
+        {(i,): a for i, a in enumerate(sol[:-1])} | {(len(sol) - 1,): "giving up"}, cycle=True
+    )
+    outs = run_group(env, seed, GeneratorClient(scripted), n=2)
+    ep = TextEpisode("XTree-Countdown-v0")
+    ep.reset(seed=seed)
+    for a in sol[:-1]:
+        ep.step(a)
+    expect = 0.75 * episode_bonus(tree, ep.tokens)
+    rewards = [o["reward"] for o in outs]
+    assert rewards == pytest.approx([expect, expect]) and expect > 0
+    # A winning group: λ_g = 0, the reward is the outcome alone.
+    win = ScriptedGenerator({(i,): a for i, a in enumerate(sol)}, cycle=True)
+    assert [o["reward"] for o in run_group(env, seed, GeneratorClient(win), n=2)] == [10.0, 10.0]
+
+
+def test_tinker_group_rewards_add_the_bonus(tree):
+    pytest.importorskip(
+        "tinker_cookbook", reason="tinker-cookbook is not installed: pip install 'xtree_gym[interop]'"
+    )
+    from tinker_cookbook.completers import TokenCompleter, TokensWithLogprobs
+    from tinker_cookbook.rl.rollouts import do_group_rollout
+
+    from xtree_gym.adapters.tinker_env import XTreeGroupBuilder
+    from xtree_gym.agents.models import tiny_tokenizer
+
+    tok = tiny_tokenizer()
+    seed, sol, _ = _first_node_plan(tree)
+
+    class Replay(TokenCompleter):
+        """Answers turn k with plan[k]; k is read from Countdown's own "Step k/30" line of the prompt."""
+
+        def __init__(self, plan):
+            self.plan = plan
+
+        async def __call__(self, model_input, stop, *, max_tokens=None):
+            k = int(re.search(r"Step (\d+)/", tok.decode(model_input.to_ints())).group(1))
+            text = self.plan[min(k, len(self.plan) - 1)]
+            return TokensWithLogprobs(tokens=tok.encode(text, add_special_tokens=False), maybe_logprobs=None)
+
+    builder = XTreeGroupBuilder("XTree-Countdown-v0", tokenizer=tok, seed=seed, n=2, tree=tree, w_ref=0.4)
+    group = asyncio.run(do_group_rollout(builder, Replay([*sol[:-1], "giving up"])))
+    totals = group.get_total_rewards()
+    assert len(totals) == 2
+    ep = TextEpisode("XTree-Countdown-v0")
+    ep.reset(seed=seed)
+    for a in sol[:-1]:
+        ep.step(a)
+    assert totals == pytest.approx([0.75 * episode_bonus(tree, ep.tokens)] * 2)
+
+
+def test_trl_env_methods_and_plan_reward(tree):
+    pytest.importorskip("trl", reason="trl is not installed: pip install 'xtree_gym[interop]'")
+    from xtree_gym.adapters.trl_env import XTreeTRLEnv, make_env_bonus_reward, replay_outcome
+
+    seed, sol, _ = _first_node_plan(tree)
+    envs = [XTreeTRLEnv("XTree-Countdown-v0") for _ in range(2)]
+    for e, plan in zip(envs, (sol, sol[:-1])):
+        e.reset(seed=seed)
+        for a in plan:
+            e.act(a)
+    assert [e.get_reward() for e in envs] == [10.0, 0.0]
+    fn = make_env_bonus_reward(tree, w_ref=0.85)  # w_g = 0.5: λ_g = 0.75 (1 − 0.5/0.85)
+    got = fn(["p", "p"], ["", ""], environments=envs)
+    lam = 0.75 * (1 - 0.5 / 0.85)
+    assert got == pytest.approx([lam * episode_bonus(tree, e.episode.tokens) for e in envs])
+    assert replay_outcome("XTree-Countdown-v0")("p", "\n".join(sol), seed=seed) == 1.0
+
+
+def test_trl_grpo_trainer_logs_our_reward(tree, tmp_path):
+    trl = pytest.importorskip("trl", reason="trl is not installed: pip install 'xtree_gym[interop]'")
+    from datasets import Dataset
+
+    from xtree_gym.adapters.trl_env import replay_outcome
+    from xtree_gym.agents.models import tiny_random
+    from xtree_gym.rewards import XTreeRewardFunction
+
+    model, tok = tiny_random(seed=0)
+    rows = []
+    for seed in range(2):
+        ep = TextEpisode("XTree-Countdown-v0")
+        rows.append({"prompt": [{"role": "user", "content": ep.reset(seed=seed)}], "seed": seed})
+    inner = XTreeRewardFunction(
+        tree, domain="countdown", outcome_fn=replay_outcome("XTree-Countdown-v0"), w_ref=0.4
+    )
+    calls: list[tuple[list[str], list[float]]] = []
+
+    def xtree_bonus(prompts, completions, **kw):  # records what TRL handed over and what we answered
+        out = inner(prompts, completions, **kw)
+        calls.append(([str(c) for c in completions], out))
+        return out
+
+    cfg = trl.GRPOConfig(
+        output_dir=str(tmp_path), max_steps=2, per_device_train_batch_size=4, num_generations=4,
+        max_completion_length=12, learning_rate=1e-2, logging_steps=1, report_to=[], use_cpu=True,
+        save_strategy="no", seed=0, beta=0.0,
+    )  # fmt: skip
+    trainer = trl.GRPOTrainer(
+        model=model,
+        reward_funcs=[xtree_bonus],
+        args=cfg,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=tok,
+    )
+    trainer.train()
+    logged = [
+        h["rewards/xtree_bonus/mean"] for h in trainer.state.log_history if "rewards/xtree_bonus/mean" in h
+    ]
+    assert len(calls) == 2 and len(logged) == 2  # one call per step, each step's mean in the logs
+    for (completions, out), mean in zip(calls, logged):
+        assert len(completions) == 4 and mean == pytest.approx(sum(out) / len(out))
+
+
+def test_trl_environment_factory_in_grpo_trainer(tree, tmp_path):
+    """TRL's multi-turn path: needs transformers >= 5.2, which the browser extra's pins rule out here."""
+    trl = pytest.importorskip("trl", reason="trl is not installed: pip install 'xtree_gym[interop]'")
+    import transformers
+    from packaging.version import Version
+
+    if Version(transformers.__version__) < Version("5.2.0"):
+        pytest.skip(
+            f"TRL's environment_factory needs transformers>=5.2 (installed: {transformers.__version__}); "
+            "xtree_gym[test] keeps transformers<5 because browsergym-webarena pins huggingface-hub<1"
+        )
+    from datasets import Dataset
+
+    from xtree_gym.adapters.trl_env import XTreeTRLEnv, make_env_bonus_reward
+    from xtree_gym.agents.models import tiny_random
+
+    model, tok = tiny_random(seed=0)
+    rows = [
+        {"prompt": [{"role": "user", "content": "Solve the puzzle with the act tool."}], "seed": s}
+        for s in (0, 1)
+    ]
+    cfg = trl.GRPOConfig(
+        output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=2, num_generations=2,
+        max_completion_length=16, logging_steps=1, report_to=[], use_cpu=True, save_strategy="no",
+    )  # fmt: skip
+    trainer = trl.GRPOTrainer(
+        model=model, args=cfg, train_dataset=Dataset.from_list(rows), processing_class=tok,
+        reward_funcs=[make_env_bonus_reward(tree)], environment_factory=XTreeTRLEnv.factory("XTree-Countdown-v0"),
+    )  # fmt: skip
+    trainer.train()
+    assert any("XTreeTRLEnv" in k for h in trainer.state.log_history for k in h)

@@ -1,0 +1,1 @@
+"""Thin adapters that put our envs, harnesses and X-Tree rewards inside other trainers (lazy imports)."""
