@@ -14,6 +14,12 @@ the paper's 7.25 bits). ``--readings`` instead sweeps other readings of the obje
 
     python benchmarks/bench_mdl.py [--seed 0] [--n 200] [--group 10] [--max-cand 20 --max-cand-orig 14]
     python benchmarks/bench_mdl.py --readings [--n 200]
+    python benchmarks/bench_mdl.py --in-loop [--buffer 256]
+
+``--in-loop`` times what a trainer pays per step (CPU time, best of 5): re-extracting the dictionary
+from a full 256-sequence buffer (``ReuseRLShaper.refresh``), one GRPO group of 10 through
+``ReuseRLShaper.shape`` (its successes plus the buffer), and a lone 10-sequence group (the
+paper's 0.053 ms figure), each with the plain loop (``extract_dictionary_reference``) beside it.
 """
 
 from __future__ import annotations
@@ -210,6 +216,56 @@ def sweep(seed: int, n: int, group: int) -> None:
                 print(f"{cname:11s} {pname:16s} {oname:18s} " + "  ".join(cells), flush=True)
 
 
+def _cpu_ms(fn, repeat: int) -> float:
+    """Best-of-5 CPU milliseconds per call (CPU time: the shared box's load inflates wall time)."""
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.process_time()
+        for _ in range(repeat):
+            fn()
+        best = min(best, (time.process_time() - t0) / repeat)
+    return best * 1000
+
+
+def in_loop(seed: int, buffer: int, group: int) -> None:
+    """Per-step costs of the in-loop dictionary: buffer refresh, shape() of a group, a lone group."""
+    import os
+
+    from xtree_gym.mdl import ReuseRLShaper, extract_dictionary_reference
+
+    print("load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
+    print(
+        f"{'corpus':>8} {'buffer refresh':>22} {'shape(group + buffer)':>24} {'lone group':>20}  (ms CPU: fast / plain)"
+    )
+    for name, gen in (("uniform", uniform_corpus), ("motif", motif_corpus), ("zipf", zipf_corpus)):
+        seqs = gen(random.Random(seed), buffer + 20 * group)
+        groups = [seqs[buffer + i * group : buffer + (i + 1) * group] for i in range(20)]
+        shaper = ReuseRLShaper(horizon=10, config=MDLConfig(buffer_size=buffer), alphabet=ALPHABET)
+        shaper.observe(seqs[:buffer])
+        buf = list(shaper.buffer)
+        cfg = shaper.config
+        refresh = _cpu_ms(shaper.refresh, 10)
+        refresh_ref = _cpu_ms(lambda buf=buf, cfg=cfg: extract_dictionary_reference(buf, ALPHABET, cfg), 10)
+
+        def shape_all(shaper=shaper, groups=groups):
+            for g in groups:
+                shaper.shape(g, [10.0] * len(g))
+
+        shape = _cpu_ms(shape_all, 1) / len(groups)
+        lone = (
+            _cpu_ms(lambda gs=groups, c=cfg: [extract_dictionary(g, None, c, alphabet_size=5) for g in gs], 5)
+            / 20
+        )
+        lone_ref = _cpu_ms(
+            lambda gs=groups, c=cfg: [extract_dictionary_reference(g, None, c, alphabet_size=5) for g in gs],
+            5,
+        )
+        print(
+            f"{name:>8} {refresh:>10.3f} / {refresh_ref:<9.3f} {shape:>12.3f}{'':12} "
+            f"{lone:>9.3f} / {lone_ref / 20:<8.3f}"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seed", type=int, default=0)
@@ -221,7 +277,14 @@ def main() -> None:
     )
     ap.add_argument("--zipf", type=float, default=3.0, help="exponent s of the zipf corpus")
     ap.add_argument("--readings", action="store_true", help="sweep other readings of App. 14.1 instead")
+    ap.add_argument(
+        "--in-loop", action="store_true", help="time the in-loop dictionary (buffer, shape, group)"
+    )
+    ap.add_argument("--buffer", type=int, default=256)
     args = ap.parse_args()
+    if args.in_loop:
+        in_loop(args.seed, args.buffer, args.group)
+        return
     if args.readings:
         sweep(args.seed, args.n, args.group)
         return

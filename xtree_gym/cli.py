@@ -28,6 +28,7 @@ _PLUGIN_MODULES = (
     "xtree_gym.agents.cli",
     "xtree_gym.agents.train_cli",
     "xtree_gym.agents.sft_cli",
+    "xtree_gym.convert_cli",
 )
 
 

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from ._io import refuse_overwrite
+from .columnar import ColumnarCorpus, load_corpus
 from .config import PRESETS, MinerConfig
 from .corpus import Corpus, corpus_stats, read_corpus
 from .errors import CorpusError
@@ -30,7 +31,7 @@ _OVERRIDES = {  # CLI option -> MinerConfig field, type
 
 def register_cli(sub: Any, collect_sub: Any) -> None:
     p = sub.add_parser("mine", help="mine an X-Tree from corpus files")
-    p.add_argument("corpus", nargs="+", help="corpus JSONL file(s) (.jsonl or .jsonl.gz)")
+    p.add_argument("corpus", nargs="+", help="corpus file(s) (.jsonl, .jsonl.gz or .parquet)")
     p.add_argument("--preset", default="scienceworld", choices=sorted(PRESETS), help="Table 6/8 settings")
     for opt, (field, typ) in _OVERRIDES.items():
         p.add_argument(opt, dest=field, type=typ, default=None, help=f"override MinerConfig.{field}")
@@ -89,14 +90,33 @@ def _read(paths: list[str], skip_bad: bool, keep_duplicates: bool = False) -> Co
     return corpus
 
 
+def _load(
+    paths: list[str], skip_bad: bool, sort: bool = True, **read_options: Any
+) -> ColumnarCorpus | Corpus:
+    """Like :func:`_read`, through the columnar path when the files allow it (see ``xtree_gym.columnar``)."""
+    corpus = load_corpus(paths, skip_bad=skip_bad, sort=sort, **read_options)
+    if corpus.skipped:
+        print(f"skipped {len(corpus.skipped)} bad line(s); first: {corpus.skipped[0]}", file=sys.stderr)
+    duplicates = getattr(corpus, "duplicates", ())  # the object path's repeated ids (--keep-duplicates)
+    if duplicates:
+        print(
+            f"kept {len(duplicates)} record(s) with a repeated id (--keep-duplicates); first: {duplicates[0]}",
+            file=sys.stderr,
+        )
+    if len(corpus) == 0:
+        raise CorpusError(f"no trajectories in {', '.join(paths)}", fix="check the corpus file(s)")
+    return corpus
+
+
 def cmd_mine(args: argparse.Namespace) -> int:
     refuse_overwrite(args.output, args.corpus)
-    corpus = _read(args.corpus, args.skip_bad, args.keep_duplicates)
+    corpus = _load(args.corpus, args.skip_bad, keep_duplicates=args.keep_duplicates)
+    if isinstance(corpus, ColumnarCorpus):  # nothing reads the token strings after encoding: free them
+        corpus = corpus.sort()
+        corpus.keep_tokens = False
     overrides = {f: getattr(args, f) for f, _ in _OVERRIDES.values()}
     cfg = MinerConfig.preset(args.preset, **overrides)
-    tree = mine(
-        corpus.trajectories, cfg, domain=args.domain, progress=None, name=args.name, engine=args.engine
-    )
+    tree = mine(corpus, cfg, domain=args.domain, progress=None, name=args.name, engine=args.engine)
     tree.save(args.output)
     s = tree.summary()
     print(
@@ -142,16 +162,19 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_tile(args: argparse.Namespace) -> int:
     tree = XTree.load(args.tree)
-    corpus = _read([args.corpus], args.skip_bad, args.keep_duplicates)
-    tokens = trajectory_tokens(corpus.trajectories, args.domain)
+    corpus = _load([args.corpus], args.skip_bad, sort=False, keep_duplicates=args.keep_duplicates)
+    if isinstance(corpus, ColumnarCorpus):  # tilings print in line order
+        ids, tokens = corpus.id_list(), corpus.token_lists()
+    else:
+        ids, tokens = [t.id for t in corpus], trajectory_tokens(corpus.trajectories, args.domain)
     covered = total = 0
     shown = 0
-    for traj, toks in progress(list(zip(corpus, tokens)), desc="tile"):
+    for tid, toks in progress(list(zip(ids, tokens)), desc="tile"):
         segs = tree.tile(toks)
         total += len(toks)
         covered += sum(s.length for s in segs if s.is_node)
         if args.limit is None or shown < args.limit:
-            print(f"{traj.id}: " + " | ".join(f"{s.symbol}[{s.start}:{s.end}]" for s in segs))
+            print(f"{tid}: " + " | ".join(f"{s.symbol}[{s.start}:{s.end}]" for s in segs))
             shown += 1
     cov = covered / total if total else 0.0
     print(f"coverage: {covered}/{total} steps inside nodes ({cov:.1%}) over {len(corpus)} trajectories")

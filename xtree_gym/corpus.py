@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ._io import JSONProblem, atomic_open, finite_number, input_problem, loads_strict, open_bytes
+from .arrow_io import arrow_table, is_parquet, iter_parquet_records, table_records, write_parquet
 from .errors import CorpusError
 
 _STEP_KEYS = ("action", "observation", "thought", "token", "slots")
@@ -208,6 +209,9 @@ def iter_corpus(
     if problem:
         raise CorpusError(problem, fix="pass a corpus JSONL(.gz) file")
     try:
+        if is_parquet(p):
+            yield from _iter_records(iter_parquet_records(p), str(p), "row", skip_bad, skipped, lines)
+            return
         yield from _iter_lines(p, skip_bad, skipped, lines)
     except (EOFError, OSError) as exc:  # fake or truncated .gz, unreadable file
         raise CorpusError(
@@ -249,13 +253,40 @@ def _iter_lines(
                 ) from None
 
 
+def _iter_records(
+    records: Iterable[Any],
+    source: str,
+    unit: str,
+    skip_bad: bool,
+    skipped: list[BadLine] | None,
+    lines: list[int] | None = None,
+) -> Iterator[Trajectory]:
+    """Trajectories from already-parsed records (Parquet rows); a bad one names ``source row N``."""
+    for n, obj in enumerate(records, start=1):
+        try:
+            traj = trajectory_from_dict(obj)
+            if lines is not None:
+                lines.append(n)
+            yield traj
+        except _RecordProblem as exc:
+            if skip_bad:
+                if skipped is not None:
+                    skipped.append(BadLine(source, n, f"{unit} {n}: {exc}"))
+                continue
+            raise CorpusError(
+                str(exc), where=f"{source} {unit} {n}", fix="repair the row, or pass --skip-bad to skip it"
+            ) from None
+
+
 def read_corpus(
     paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     *,
     skip_bad: bool = False,
     keep_duplicates: bool = False,
 ) -> Corpus:
-    """Read one or more JSONL corpus files (``.jsonl`` or ``.jsonl.gz``).
+    """Read one or more corpus files (``.jsonl``, ``.jsonl.gz`` or ``.parquet``).
+
+    A ``.parquet`` file (see :mod:`xtree_gym.arrow_io`) is read by the same function.
 
     Two records with one ``id`` (in one file or across files) are a :class:`CorpusError`: the
     miner would count the episode twice. ``keep_duplicates`` keeps them and lists each repeat in
@@ -320,7 +351,9 @@ def check_unique_ids(
 
 
 def write_corpus(path: str | os.PathLike[str], trajectories: Iterable[Trajectory | Mapping[str, Any]]) -> int:
-    """Write trajectories as JSONL(.gz) atomically; returns how many were written."""
+    """Write trajectories as JSONL(.gz), or Parquet for a ``.parquet`` path, atomically; returns how many."""
+    if is_parquet(path):
+        return write_parquet(path, (t.to_dict() if isinstance(t, Trajectory) else t for t in trajectories))
     n = 0
     with atomic_open(path) as fh:
         for t in trajectories:
@@ -335,8 +368,12 @@ def from_hf_dataset(dataset: Iterable[Mapping[str, Any]]) -> Corpus:
     """Turn a Hugging Face ``datasets.Dataset`` (or any iterable of row dicts) into a corpus.
 
     The rows carry the same columns as the JSONL format. A bad row raises :class:`CorpusError`
-    naming its index.
+    naming its index. A ``datasets.Dataset`` (or a ``pyarrow.Table``) is read column by column
+    from its Arrow table, not row dict by row dict.
     """
+    table = arrow_table(dataset)
+    if table is not None:
+        dataset = table_records(table, "dataset")
     trajs = []
     for i, row in enumerate(dataset):
         try:

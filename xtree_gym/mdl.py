@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from .errors import ConfigError
+from .mdl_fast import greedy_phrases
 
 Phrase = tuple[Hashable, ...]  # a dictionary entry: 1..L skill tokens
 
@@ -269,7 +270,7 @@ class SkillDictionary:
 
 def _pair_counts(segs: Sequence[list[Phrase]], max_len: int) -> dict[tuple[Phrase, Phrase], int]:
     """Adjacent phrase pairs in the current segmentations whose concatenation fits in ``max_len``."""
-    from .mining import pair_counts  # non-overlapping adjacent counts, shared with the X-Tree miner
+    from .mining_reference import pair_counts  # non-overlapping adjacent counts, shared with the X-Tree miner
 
     counts: dict[tuple[Phrase, Phrase], int] = {}  # (left phrase, right phrase) -> count
     for s in segs:
@@ -277,6 +278,10 @@ def _pair_counts(segs: Sequence[list[Phrase]], max_len: int) -> dict[tuple[Phras
             if len(pair[0]) + len(pair[1]) <= max_len:
                 counts[pair] = counts.get(pair, 0) + c
     return counts
+
+
+SMALL_CORPUS = 160
+"""Below this many skills in all, :func:`extract_dictionary` runs the plain loop (same result, less set-up)."""
 
 
 def extract_dictionary(
@@ -293,8 +298,52 @@ def extract_dictionary(
     the concatenation's string form), and accepts the first whose concatenation strictly lowers BDL
     (with ``config.scan_all=False`` only the top pair is tried). Stops when no pair lowers BDL.
 
+    The same dictionary as :func:`extract_dictionary_reference`, faster: each round runs as a few
+    numpy passes over the distinct sequences (:mod:`xtree_gym.mdl_fast`); small corpora take the
+    plain loop, whose set-up is cheaper.
+
     Example:
         >>> d = extract_dictionary(["abcd", "abce", "abd", "cab"], config=MDLConfig())
+        >>> d.merged
+        [('a', 'b')]
+    """
+    cfg = config or MDLConfig()
+    seqs = list(map(tuple, sequences))
+    if sum(map(len, seqs)) < SMALL_CORPUS:  # numpy set-up would cost more than it saves
+        return extract_dictionary_reference(seqs, alphabet, cfg, alphabet_size=alphabet_size)
+    mult = Counter(seqs)  # distinct sequence -> how many times it occurs
+    uniq = list(mult)
+    alpha = set(alphabet) if alphabet is not None else set()
+    alpha.update(*uniq)
+    d = SkillDictionary.singletons(alpha, cfg.max_len, alphabet_size)
+    cost_of = [phrase_cost(k, d.alphabet_size, cfg.max_len) for k in range(cfg.max_len + 1)]
+    try:
+        phrases = greedy_phrases(uniq, [mult[s] for s in uniq], len(d), cost_of, cfg.max_len, cfg.scan_all)
+    except OverflowError:  # too many skills for int64 window codes: the plain loop has no such limit
+        return extract_dictionary_reference(seqs, alphabet, cfg, alphabet_size=alphabet_size)
+    for p in phrases:
+        d = d.with_phrase(p)
+    return d
+
+
+def extract_dictionary_reference(
+    sequences: Sequence[Sequence[Hashable]],
+    alphabet: Iterable[Hashable] | None = None,
+    config: MDLConfig | None = None,
+    *,
+    alphabet_size: int = 0,
+) -> SkillDictionary:
+    """The plain form of :func:`extract_dictionary` (recounts every pair every round); tests hold them equal.
+
+    Greedy BPE under the two-part code (the E-step of ReuseRL).
+
+    Start from the singletons of ``alphabet`` (default: the skills seen in ``sequences``). Each round
+    counts adjacent phrase pairs in the current minimal segmentations, ranks them by frequency (ties:
+    the concatenation's string form), and accepts the first whose concatenation strictly lowers BDL
+    (with ``config.scan_all=False`` only the top pair is tried). Stops when no pair lowers BDL.
+
+    Example:
+        >>> d = extract_dictionary_reference(["abcd", "abce", "abd", "cab"], config=MDLConfig())
         >>> d.merged
         [('a', 'b')]
     """

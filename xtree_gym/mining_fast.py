@@ -1,6 +1,6 @@
 """The fast X-Tree miner: incremental pair statistics, vectorized with numpy.
 
-Produces exactly the merges of :func:`xtree_gym.mining.reference_mine` (property tests hold them
+Produces exactly the merges of :func:`xtree_gym.mining_reference.reference_mine` (property tests hold them
 equal). Why it is fast:
 
 * the corpus is one flat ``int32`` array with a doubly linked list over live positions
@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from .config import MinerConfig
-from .mining import EncodedCorpus, Merge, is_candidate, x_score
+from .mining_base import EncodedCorpus, Merge, is_candidate, x_score
 from .progress import Progress
 
 
@@ -62,22 +62,26 @@ class _State:
 
     # -- initial counting -------------------------------------------------------------------
     def _count_all(self) -> None:
-        pos = np.flatnonzero(self.nxt >= 0)
-        keys = self.sym[pos].astype(np.int64) * self.K + self.sym[self.nxt[pos]]
+        # Narrow dtypes where they fit: at 1M trajectories these arrays are the miner's peak memory.
+        pos = np.flatnonzero(self.nxt >= 0).astype(self.nxt.dtype, copy=False)
+        kdt = np.int32 if self.K * self.K < 2**31 else np.int64
+        keys = self.sym[pos].astype(kdt) * kdt(self.K) + self.sym[self.nxt[pos]].astype(kdt)
         order = _argsort_small_keys(keys, self.K * self.K)
-        keys, pos = keys[order], pos[order]
+        keys = keys[order]  # one at a time: the unsorted copy is freed before the next is made
+        pos = pos[order]
+        del order
         if len(keys) == 0:
             return
         starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
         bounds = np.r_[starts, len(keys)].tolist()
         f = np.diff(bounds).tolist()
-        s = np.add.reduceat(self.ok[pos].astype(np.int64), starts).tolist()
+        s = np.add.reduceat(self.ok[pos], starts, dtype=np.int64).tolist()
         for i, key in enumerate(keys[starts].tolist()):
             self.f[key] = f[i]
             self.s[key] = s[i]
             self.pos[key] = [pos[bounds[i] : bounds[i + 1]]]
         if self.need_tt and len(pos):
-            combo = keys * self.n_tasks + self.tt[pos].astype(np.int64)
+            combo = keys.astype(np.int64) * self.n_tasks + self.tt[pos].astype(np.int64)
             uniq, counts = np.unique(combo, return_counts=True)
             for c, n in zip(uniq.tolist(), counts.tolist()):
                 key, task = divmod(c, self.n_tasks)
@@ -256,7 +260,9 @@ def _argsort_small_keys(keys: np.ndarray, key_bound: int) -> np.ndarray:
     present = np.bincount(keys, minlength=key_bound) > 0
     lut = np.cumsum(present) - 1  # key -> dense rank (keys' order kept)
     n_distinct = int(present.sum())
-    dense = lut[keys].astype(np.uint16 if n_distinct < 2**16 else np.int32)
+    dense = lut.astype(np.uint16 if n_distinct < 2**16 else np.int32)[
+        keys
+    ]  # narrow the table, not the result
     return np.argsort(dense, kind="stable")
 
 

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ._io import JSONProblem, atomic_write_text, finite_number, input_problem, loads_strict
 from .config import MinerConfig
 from .errors import TreeFormatError
@@ -31,7 +33,7 @@ from .matching import Match, StreamingMatcher, find_matches
 
 if TYPE_CHECKING:
     from .corpus import Trajectory
-    from .mining import EncodedCorpus, Merge
+    from .mining_base import EncodedCorpus, Merge
 
 FORMAT_VERSION = 1
 FORMAT_TEXT = (
@@ -217,8 +219,8 @@ class XTree:
             )
         n_tokens = len(enc.flat)
         merged_away = sum(m.count for m in merges)  # each merge turns `count` pairs into one symbol
-        counts = Counter(enc.flat.tolist())
-        envs = sorted({t.env for t in trajectories})
+        counts = dict(enumerate(np.bincount(enc.flat, minlength=n_prim).tolist()))
+        envs = _env_names(trajectories)
         corpus = {
             "name": name,
             "n_trajectories": len(trajectories),
@@ -238,7 +240,7 @@ class XTree:
             n_primitives=n_prim,
             bound="cap" if len(merges) >= config.cap else "compression",
             compression_ratio=(n_tokens / (n_tokens - merged_away)) if n_tokens > merged_away else 1.0,
-            primitive_counts={enc.vocab[i]: c for i, c in sorted(counts.items())},
+            primitive_counts={enc.vocab[i]: c for i, c in sorted(counts.items()) if c},
         )
 
     # -- file ----------------------------------------------------------------------------------
@@ -394,6 +396,12 @@ class XTree:
                 lines.append(f"{'  ' * indent}{n.id}  d={n.depth} l={n.length} count={n.count} succ={succ}")
                 stack.extend((c, indent + 1) for c in reversed(n.children))  # left child first
         return lines
+
+
+def _env_names(trajectories: Any) -> list[str]:
+    """Sorted distinct env names; a columnar corpus answers from its column (no per-row objects)."""
+    names = getattr(trajectories, "env_names", None)
+    return names() if callable(names) else sorted({t.env for t in trajectories})
 
 
 def _node_from_dict(nd: Any, index: int, source: str) -> Node:

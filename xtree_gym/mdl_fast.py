@@ -1,0 +1,289 @@
+"""The fast ReuseRL E-step: greedy BPE under the two-part code, every round in a few numpy passes.
+
+:func:`xtree_gym.mdl.extract_dictionary` calls :func:`greedy_phrases` and gets exactly the phrases of
+the plain loop (:func:`xtree_gym.mdl.extract_dictionary_reference`; property tests hold them equal).
+Why it is fast enough to re-mine a 256-sequence buffer at every training step:
+
+* equal sequences are handled once, with their multiplicity as a weight;
+* every window of 1..L skills of every distinct sequence gets a dense id up front (skills coded
+  ``1..K``, a window is the base-(K+1) number of its codes), so a phrase is an int and a
+  dictionary a boolean mask over ids;
+* a round -- minimal segmentations of all sequences (ties to the longest phrase at the earliest
+  position, as :func:`xtree_gym.mdl.segment`), their weighted non-overlapping adjacent pairs, the
+  concatenation of each pair, the lower bound that rules most out -- is numpy over
+  (sequences x positions) arrays; Python sorts only the few pairs the bound keeps;
+* the exact BDL of those candidates comes from one dynamic program over (candidates x sequences).
+
+This module knows nothing of :class:`~xtree_gym.mdl.SkillDictionary`; it only looks down.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Hashable, Iterator, Sequence
+
+import numpy as np
+
+Phrase = tuple[Hashable, ...]
+
+
+class WindowTable:
+    """Every window (1..L skills) of every distinct sequence, numbered, with a dictionary mask.
+
+    Example:
+        >>> t = WindowTable([("a", "b", "a", "b"), ("a", "c")], [2, 1], 4)
+        >>> for p in [("a",), ("b",), ("c",)]:
+        ...     t.add(p)
+        >>> t.totals([("a", "b"), ("a", "c"), ("b", "a")])  # 2*2+2, 2*4+1, 2*3+2
+        [6, 9, 8]
+        >>> t.add(("a", "b")); t.segment_ids().tolist() == [[t.id(("a", "b"))] * 2 + [-1, -1], [t.id(("a",)), t.id(("c",)), -1, -1]]
+        True
+    """
+
+    def __init__(self, uniq: Sequence[Phrase], weights: Sequence[int], max_len: int) -> None:
+        skills = sorted(set().union(*uniq), key=str)
+        self.code = {x: i + 1 for i, x in enumerate(skills)}  # 0 pads
+        self.base = len(skills) + 1
+        if float(self.base) ** max_len >= 2**62:
+            raise OverflowError(f"{len(skills)} skills with max_len {max_len} overflow the window codes")
+        self.uniq = uniq
+        self.L = max_len
+        lens = np.array([len(s) for s in uniq], dtype=np.int64)
+        width = int(lens.max())
+        codes = np.zeros((len(uniq), width + max_len), dtype=np.int64)
+        flat = np.fromiter(
+            map(self.code.__getitem__, itertools.chain.from_iterable(uniq)), np.int64, int(lens.sum())
+        )
+        codes[:, :width][np.arange(width)[None, :] < lens[:, None]] = flat
+        win = np.zeros((len(uniq), width, max_len), dtype=np.int64)
+        win[:, :, 0] = codes[:, :width]
+        for k in range(1, max_len):
+            win[:, :, k] = win[:, :, k - 1] * self.base + codes[:, k : k + width]
+        fits = (
+            np.arange(width)[None, :, None] + np.arange(1, max_len + 1)[None, None, :] <= lens[:, None, None]
+        )
+        self.keys, first, dense = np.unique(np.where(fits, win, -1), return_index=True, return_inverse=True)
+        # window -> dense id; id 0 is "no window" (its key -1 sorts first)
+        self.win: np.ndarray = np.asarray(dense).reshape(win.shape)
+        self.first = np.asarray(first)  # dense id -> flat index of one window with that id
+        self.id_len = (np.asarray(first) % max_len) + 1  # dense id -> phrase length
+        self.win_t = np.ascontiguousarray(self.win.transpose(1, 2, 0))  # (W, L, U): position-major
+        self.active = np.arange(width)[:, None] < lens[None, :]  # (W, U): position inside the sequence
+        self.lens = lens
+        self.weights = np.asarray(weights, dtype=np.int64)
+        long = np.zeros(win.shape, dtype=bool)
+        long[:, :, 1:] = True  # windows of 2+ skills: what a merge can save
+        keep = long & fits
+        saved = np.bincount(
+            self.win[keep],
+            weights=np.broadcast_to(self.weights[:, None, None], win.shape)[keep],
+            minlength=len(self.keys),
+        )
+        self.saved = saved.round().astype(
+            np.int64
+        )  # id -> weighted overlapping occurrences (exact: integer weights)
+        self.in_dict = np.zeros(len(self.keys), dtype=bool)
+        self._phrase: dict[int, Phrase] = {}
+
+    def id(self, phrase: Phrase) -> int:
+        """Dense id of ``phrase`` (0 when it is no window of any sequence)."""
+        key = 0
+        for x in phrase:
+            c = self.code.get(x)
+            if c is None:
+                return 0
+            key = key * self.base + c
+        at = int(np.searchsorted(self.keys, key))
+        return at if at < len(self.keys) and self.keys[at] == key and len(phrase) <= self.L else 0
+
+    def phrase(self, i: int) -> Phrase:
+        """The phrase of dense id ``i``."""
+        p = self._phrase.get(i)
+        if p is None:
+            u, rest = divmod(int(self.first[i]), self.win.shape[1] * self.L)
+            pos, k = divmod(rest, self.L)
+            p = self._phrase[i] = tuple(self.uniq[u][pos : pos + k + 1])
+        return p
+
+    def add(self, phrase: Phrase) -> None:
+        """Put ``phrase`` in the dictionary."""
+        i = self.id(phrase)
+        if i:
+            self.in_dict[i] = True
+
+    def _dp(self, valid: np.ndarray, choose: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        """Fewest phrases covering each sequence; ``valid`` is (W, L, ..., U), position-major so each
+        step reads contiguous slices. With ``choose``: each position's first-phrase length as well."""
+        width, L = self.win.shape[1], self.L
+        big = width + 1
+        best = np.zeros((width + L + 1, *valid.shape[2:]), dtype=np.int64)
+        choice = np.zeros((width, *valid.shape[2:]), dtype=np.int64) if choose else None
+        for i in range(width - 1, -1, -1):
+            if choice is None:
+                cur = np.where(valid[i], best[i + 1 : i + L + 1] + 1, big).min(axis=0)
+            else:  # k = L .. 1: the first minimum is the longest phrase among ties (as segment())
+                cand = np.where(valid[i, ::-1], best[i + L : i : -1] + 1, big)
+                cur = cand.min(axis=0)
+                choice[i] = L - np.argmin(cand, axis=0)
+            best[i] = np.where(self.active[i], cur, 0)
+        return best[0], choice
+
+    def segment_ids(self) -> np.ndarray:
+        """(U, W) dense ids of each sequence's minimal segmentation under the dictionary, -1 padded."""
+        _, choice = self._dp(self.in_dict[self.win_t], choose=True)
+        assert choice is not None
+        width, n_u = choice.shape
+        rows = np.arange(n_u)
+        pos = np.zeros(n_u, dtype=np.int64)
+        out = np.full((n_u, width), -1, dtype=np.int64)
+        for j in range(width):
+            live = pos < self.lens
+            if not live.any():
+                break
+            at = np.minimum(pos, width - 1)
+            k = choice[at, rows]
+            out[:, j] = np.where(live, self.win[rows, at, np.maximum(k - 1, 0)], -1)
+            pos = pos + np.where(live, k, 0)
+        return out
+
+    def totals(self, candidates: Sequence[Phrase]) -> list[int]:
+        """For each candidate, the weighted total ``seg`` of all sequences with it added."""
+        pid = np.array([self.id(p) or -1 for p in candidates], dtype=np.int64)  # -1 matches no window
+        valid = self.in_dict[self.win_t][:, :, None, :] | (
+            self.win_t[:, :, None, :] == pid[None, None, :, None]
+        )
+        best, _ = self._dp(valid, choose=False)
+        return (best @ self.weights).tolist()
+
+
+def pair_counts_of(seg: np.ndarray, weights: np.ndarray, n_ids: int) -> tuple[np.ndarray, np.ndarray]:
+    """(pair keys ``left * n_ids + right``, weighted non-overlapping counts) of segmentations ``seg``.
+
+    Like :func:`xtree_gym.mining_reference.pair_counts`: in a run of equal phrases only every
+    other self pair counts, left to right.
+
+    Example:
+        >>> keys, counts = pair_counts_of(np.array([[1, 1, 1, 2, -1]]), np.array([3]), 10)
+        >>> keys.tolist(), counts.tolist()
+        ([11, 12], [3, 3])
+    """
+    left, right = seg[:, :-1], seg[:, 1:]
+    valid = right >= 0
+    same = valid & (left == right)
+    idx = np.broadcast_to(np.arange(left.shape[1]), left.shape)
+    starts = same & ~np.concatenate([np.zeros((len(seg), 1), bool), same[:, :-1]], axis=1)
+    run_start = np.maximum.accumulate(np.where(starts, idx, -1), axis=1)
+    counted = valid & (~same | ((idx - run_start) % 2 == 0))
+    keys = (left * n_ids + right)[counted]
+    w = np.broadcast_to(weights[:, None], left.shape)[counted]
+    uniq, inv = np.unique(keys, return_inverse=True)
+    return uniq, np.bincount(inv, weights=w, minlength=len(uniq)).round().astype(np.int64)
+
+
+def _batches(n: int, first: int = 4) -> Iterator[tuple[int, int]]:
+    """``[start, stop)`` ranges covering ``0..n``, growing 4x (most rounds accept a top-ranked pair).
+
+    Example:
+        >>> list(_batches(30))
+        [(0, 4), (4, 20), (20, 30)]
+    """
+    start, size = 0, first
+    while start < n:
+        yield start, min(n, start + size)
+        start, size = start + size, size * 4
+
+
+def greedy_phrases(
+    uniq: Sequence[Phrase],
+    weights: Sequence[int],
+    dict_size: int,
+    cost_of: Sequence[float],
+    max_len: int,
+    scan_all: bool = True,
+) -> list[Phrase]:
+    """The phrases greedy BPE accepts, in order, from a dictionary of ``dict_size`` singletons.
+
+    ``uniq`` are the distinct sequences, ``weights`` their multiplicities, ``cost_of[k]`` the Eq. 2
+    bits of a ``k``-skill phrase. Every singleton of the sequences must be in the dictionary.
+
+    Example:
+        >>> cost = [2 * k + 2 for k in range(5)]  # K = 4, L = 4: k log2 4 + log2 4
+        >>> greedy_phrases([tuple("abcd"), tuple("abce"), tuple("abd"), tuple("cab")], [1, 1, 1, 1], 5, cost, 4)
+        [('a', 'b')]
+    """
+    table = WindowTable(uniq, weights, max_len)
+    table.in_dict[1:] = table.id_len[1:] == 1  # every singleton is in the dictionary
+    n = int(sum(weights))
+    n_ids = len(table.keys)
+    size = dict_size
+    dcost = sum(cost_of[1] for _ in range(dict_size))
+    seg = table.segment_ids()
+    total = int(((seg >= 0).sum(axis=1) * table.weights).sum())
+    current = (dcost + total * math.log2(size)) / n
+    accepted: list[Phrase] = []
+    while True:
+        log_next = math.log2(size + 1)
+        worth = _worth(table, seg, n_ids, dcost, cost_of, total, n, log_next, current, max_len, scan_all)
+        best = None
+        for start, stop in _batches(len(worth)):  # the first that lowers BDL wins, as in the plain loop
+            batch = worth[start:stop]
+            for (phrase, new_dcost), new_total in zip(batch, table.totals([p for p, _ in batch])):
+                value = (new_dcost + new_total * log_next) / n
+                if value < current - 1e-12:
+                    best = (phrase, new_dcost, value, new_total)
+                    break
+            if best is not None:
+                break
+        if best is None:
+            return accepted
+        phrase, dcost, current, total = best
+        accepted.append(phrase)
+        table.add(phrase)
+        size += 1
+        seg = table.segment_ids()
+
+
+def _worth(
+    table: WindowTable,
+    seg: np.ndarray,
+    n_ids: int,
+    dcost: float,
+    cost_of: Sequence[float],
+    total: int,
+    n: int,
+    log_next: float,
+    current: float,
+    max_len: int,
+    scan_all: bool,
+) -> list[tuple[Phrase, float]]:
+    """The round's candidates the lower bound keeps, in the plain loop's rank order, with their L_dict.
+
+    The plain loop ranks every adjacent pair by (count desc, str of the concatenation) and skips
+    those whose bound fails; the bound is computed here for all pairs at once, and only the
+    survivors are sorted. (Without ``scan_all`` only the overall top pair may be tried.)
+    """
+    keys, counts = pair_counts_of(seg, table.weights, n_ids)
+    left, right = keys // n_ids, keys % n_ids
+    length = table.id_len[left] + table.id_len[right]
+    ok = length <= max_len
+    left, right, counts, length = left[ok], right[ok], counts[ok], length[ok]
+    cat_key = table.keys[left] * (table.base ** table.id_len[right]) + table.keys[right]
+    cat = np.searchsorted(table.keys, cat_key)  # every adjacent pair is a window of <= L skills
+    fresh = ~table.in_dict[cat]
+    cat, counts, length = cat[fresh], counts[fresh], length[fresh]
+    if not len(cat):
+        return []
+    if not scan_all:  # the top pair by (count, str) only
+        top = counts == counts.max()
+        pick = min(np.flatnonzero(top).tolist(), key=lambda j: str(table.phrase(int(cat[j]))))
+        cat, counts, length = cat[[pick]], counts[[pick]], length[[pick]]
+    new_dcost = dcost + np.asarray(cost_of, dtype=np.float64)[length]
+    passes = (new_dcost + (total - table.saved[cat]) * log_next) / n < current - 1e-12
+    best_count: dict[int, int] = {}  # a concatenation reached by several pairs ranks by its best count
+    for c, k in zip(cat[passes].tolist(), counts[passes].tolist()):
+        if k > best_count.get(c, 0):
+            best_count[c] = k
+    ranked = sorted(best_count.items(), key=lambda ck: (-ck[1], str(table.phrase(ck[0]))))
+    cost = {int(c): float(v) for c, v in zip(cat[passes].tolist(), new_dcost[passes].tolist())}
+    return [(table.phrase(c), cost[c]) for c, _ in ranked]
