@@ -14,19 +14,7 @@ from xtree_gym.agents.types import Episode
 from xtree_gym.cli import main
 from xtree_gym.errors import ConfigError
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """Tiny models gain nothing from two threads, and spinning threads on a busy box cost 10x."""
-    try:
-        import torch
-    except ImportError:
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 RESULT_KEYS = {"env", "harness", "fold", "model", "backend", "episodes", "success_rate", "score", "per_task"}
@@ -198,27 +186,23 @@ def test_oracle_wins_webshop_through_both_harnesses_and_resumes(webshop_data_dir
 
 def test_resume_replays_a_group_cut_short_and_drops_a_torn_line(webshop_data_dir, tmp_path):
     args = {"data_dir": str(webshop_data_dir)}
-    evaluate(
-        "XTree-WebShop-v0",
-        harness="verl-agent",
-        backend="oracle",
-        tasks=2,
-        n=2,
-        env_args=args,
-        output_dir=tmp_path,
-    )
+
+    def run():
+        return evaluate(
+            "XTree-WebShop-v0",
+            harness="verl-agent",
+            backend="oracle",
+            tasks=2,
+            n=2,
+            env_args=args,
+            output_dir=tmp_path,
+        )
+
+    run()
     path = tmp_path / "episodes.jsonl"
     lines = path.read_text().splitlines(keepends=True)
     path.write_text("".join(lines[:3]) + lines[3][:40])  # the last group lost a member mid-write
-    r = evaluate(
-        "XTree-WebShop-v0",
-        harness="verl-agent",
-        backend="oracle",
-        tasks=2,
-        n=2,
-        env_args=args,
-        output_dir=tmp_path,
-    )
+    r = run()
     rows = _rows(path)
     assert r["resumed"] == 2 and r["episodes"] == 4 and len(rows) == 4
     assert sorted((x["key"], x["member"]) for x in rows) == sorted(

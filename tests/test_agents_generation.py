@@ -21,15 +21,7 @@ pytest.importorskip("transformers", reason="the train extra (transformers) is no
 
 from xtree_gym.agents.models import load_model, tiny_random, tiny_tokenizer  # noqa: E402
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """Tiny models gain nothing from two threads, and spinning threads on a busy box cost 10x."""
-    torch = pytest.importorskip("torch", reason="the train extra (torch) is not installed")
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

@@ -16,19 +16,7 @@ from xtree_gym.agents.types import Episode, TaskSpec
 from xtree_gym.corpus import Trajectory
 from xtree_gym.errors import ConfigError, XTreeError
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """Tiny models gain nothing from two threads, and spinning threads on a busy box cost 10x."""
-    try:
-        import torch
-    except ImportError:
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _scripted(**per_member):

@@ -12,13 +12,15 @@ import re
 import signal
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, cast
+from typing import IO, TYPE_CHECKING, Any, TypeVar, cast
 
 if TYPE_CHECKING:
     from .errors import XTreeError
+
+T = TypeVar("T")
 
 
 @contextmanager
@@ -100,6 +102,58 @@ def open_text(path: str | os.PathLike[str]) -> IO[str]:
     if p.suffix == ".gz":
         return io.TextIOWrapper(gzip.open(p, "rb"), encoding="utf-8")
     return open(p, encoding="utf-8")
+
+
+def write_jsonl(path: str | os.PathLike[str], records: Iterable[Any]) -> int:
+    """Write each record's ``to_dict()`` as one JSON line (sorted keys), atomically; returns the count.
+
+    Example:
+        >>> import tempfile
+        >>> class R:
+        ...     def to_dict(self): return {"b": 1, "a": "é"}
+        >>> p = Path(tempfile.mkdtemp()) / "r.jsonl"
+        >>> write_jsonl(p, [R(), R()]), p.read_text(encoding="utf-8").splitlines()[0]
+        (2, '{"a": "é", "b": 1}')
+    """
+    n = 0
+    with atomic_open(path) as fh:
+        for record in records:
+            fh.write(json.dumps(record.to_dict(), ensure_ascii=False, sort_keys=True) + "\n")
+            n += 1
+    return n
+
+
+def read_jsonl(
+    path: str | os.PathLike[str], parse: Callable[[Any], T], *, what: str, missing_fix: str, bad_fix: str
+) -> list[T]:
+    """``parse`` of every non-blank line of a JSON-lines file (``.gz`` too), as :func:`write_jsonl` wrote it.
+
+    A missing file, or a line that is not strict JSON (:func:`loads_strict`) or that ``parse``
+    refuses (``ValueError``/``TypeError``), is one :class:`~xtree_gym.errors.CorpusError` naming
+    ``file:line``; ``what`` names the kind of file, the fixes say what to do.
+
+    Example:
+        >>> import tempfile
+        >>> p = Path(tempfile.mkdtemp()) / "r.jsonl"
+        >>> _ = p.write_text('{"a": 1}\\n\\n{"a": 2}\\n')
+        >>> read_jsonl(p, lambda d: d["a"], what="row file", missing_fix="-", bad_fix="-")
+        [1, 2]
+    """
+    from .errors import CorpusError
+
+    p = Path(path)
+    if not p.is_file():
+        raise CorpusError(f"{what} {str(p)!r} does not exist", fix=missing_fix)
+    out = []
+    with open_text(p) as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                out.append(parse(loads_strict(line)))
+            except (ValueError, TypeError) as exc:
+                raise CorpusError(str(exc), where=f"{p}:{lineno}", fix=bad_fix) from None
+    return out
 
 
 # -- temp files: never leave debris ------------------------------------------------------------------

@@ -3,9 +3,9 @@
 An :class:`EnvHolder` owns one env and answers two calls with JSON-safe dicts: ``reset`` and
 ``step``. A step is one turn, run through :class:`~xtree_gym.wrappers.macro.MacroAction` (the
 node-level protocol of App. D; a one-action turn is its plain case), so the wrapper runs wherever
-the env does -- in a worker too. After each call the holder also reads what the next turn needs -- the harness's ``env_view``, the
-valid actions (only when the harness lists them) and the oracle's next action (only for the
-oracle backend) -- so a turn costs one round trip to a worker.
+the env does -- in a worker too. After each call the holder also reads what the next turn needs
+-- the harness's ``env_view``, the valid actions (only when the harness lists them) and the
+oracle's next action (only for the oracle backend) -- so a turn costs one round trip to a worker.
 
 Handles:
 
@@ -133,14 +133,16 @@ class EnvHolder:
 
         return {"obs": str(obs), "info": jsonable(info), "goal": goal_of(info, self.env), **self._extras()}
 
-    def step(self, actions: Sequence[str], budget: int) -> dict[str, Any]:
+    def step(self, actions: Sequence[str], budget: int | None = None) -> dict[str, Any]:
         """One turn through :class:`~xtree_gym.wrappers.macro.MacroAction` (App. D's protocol).
 
         ``budget`` is what the rollout has left of the episode's cap; turns it answered without the
         env (unparseable responses) are charged to the wrapper first, so both count the same.
         """
-        assert self.macro is not None, "step before reset"
-        self.macro.spend(self.macro.budget_left - int(budget))
+        if self.macro is None:
+            raise RuntimeError("env step before reset")
+        if budget is not None:
+            self.macro.spend(self.macro.budget_left - int(budget))
         obs, reward, terminated, truncated, info = self.macro.step(list(actions))
         out: dict[str, Any] = {
             "obs": str(obs),
@@ -165,7 +167,8 @@ class EnvHolder:
         if cmd == "reset":
             return self.reset(msg["seed"], msg.get("options") or {}, int(msg.get("budget", BUDGET)))
         if cmd == "step":
-            return self.step(msg["actions"], int(msg.get("budget", 1)))
+            budget = msg.get("budget")
+            return self.step(msg["actions"], None if budget is None else int(budget))
         if cmd == "close":
             self.close()
             return {}
