@@ -12,10 +12,10 @@ import re
 import signal
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, cast
+from typing import IO, TYPE_CHECKING, Any, TypeVar, cast
 
 if TYPE_CHECKING:
     from .errors import XTreeError
@@ -383,3 +383,58 @@ def input_problem(path: str | os.PathLike[str], what: str = "file") -> str | Non
     if not p.is_file():
         return f"{what} {str(p)!r} is not a regular file"
     return None
+
+
+# -- JSON-lines record files (SFT rows, node instances): one writer, one strict reader ---------------------
+T = TypeVar("T")
+
+
+def write_records(path: str | os.PathLike[str], records: Iterable[dict[str, Any]]) -> int:
+    """Write dicts as sorted-key JSON lines, atomically; returns how many were written.
+
+    Example:
+        >>> import tempfile, os
+        >>> p = os.path.join(tempfile.mkdtemp(), "r.jsonl")
+        >>> write_records(p, [{"b": 1, "a": "é"}]), open(p, encoding="utf-8").read()
+        (1, '{"a": "é", "b": 1}\\n')
+    """
+    n = 0
+    with atomic_open(path) as fh:
+        for rec in records:
+            fh.write(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
+            n += 1
+    return n
+
+
+def read_records(
+    path: str | os.PathLike[str], build: Callable[[Any], T], *, what: str, fix: str, allow_empty: bool = True
+) -> list[T]:
+    """Read a JSON-lines file with :func:`loads_strict`, one ``build(obj)`` per non-blank line.
+
+    A missing path, a directory, a bad line (``file:line`` named) or, unless ``allow_empty``, a file
+    without records is one :class:`~xtree_gym.errors.CorpusError` whose fix is ``fix``.
+
+    Example:
+        >>> import tempfile, os
+        >>> p = os.path.join(tempfile.mkdtemp(), "r.jsonl")
+        >>> _ = write_records(p, [{"x": 1}, {"x": 2}])
+        >>> read_records(p, lambda d: d["x"], what="row file", fix="write it again")
+        [1, 2]
+    """
+    from .errors import CorpusError
+
+    problem = input_problem(path, what)
+    if problem:
+        raise CorpusError(problem, fix=fix)
+    out: list[T] = []
+    with open_text(path) as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                out.append(build(loads_strict(line)))
+            except (ValueError, TypeError, KeyError) as exc:
+                raise CorpusError(str(exc), where=f"{path}:{lineno}", fix=fix) from None
+    if not out and not allow_empty:
+        raise CorpusError(f"{what} {str(path)!r} has no records", fix=fix)
+    return out

@@ -15,17 +15,15 @@ Instances are JSON lines (:func:`write_instances` / :func:`read_instances`), nev
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._io import atomic_open, loads_strict, open_text
+from ._io import read_records, write_records
 from .errors import ConfigError, CorpusError
 
 if TYPE_CHECKING:
@@ -357,28 +355,11 @@ def make_instances(
 
 def write_instances(path: str | os.PathLike[str], instances: Iterable[NodeInstance]) -> int:
     """Write instances as JSON lines, atomically; returns how many were written."""
-    n = 0
-    with atomic_open(path) as fh:
-        for inst in instances:
-            fh.write(json.dumps(inst.to_dict(), ensure_ascii=False, sort_keys=True) + "\n")
-            n += 1
-    return n
+    return write_records(path, (inst.to_dict() for inst in instances))
 
 
 def read_instances(path: str | os.PathLike[str]) -> list[NodeInstance]:
     """Read instances written by :func:`write_instances`; a bad line raises naming ``file:line``."""
-    p = Path(path)
-    if not p.is_file():
-        raise CorpusError(f"instance file {str(p)!r} does not exist", fix="check the path")
-    out = []
-    with open_text(p) as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                out.append(NodeInstance.from_dict(loads_strict(line)))
-            except (ValueError, TypeError) as exc:
-                raise CorpusError(
-                    str(exc), where=f"{p}:{lineno}", fix="write the file with write_instances"
-                ) from None
-    return out
+    return read_records(
+        path, NodeInstance.from_dict, what="instance file", fix="write the file with write_instances"
+    )

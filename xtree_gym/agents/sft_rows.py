@@ -22,7 +22,6 @@ observation before ``start``, node-level history) --harness.render--> messages; 
 from __future__ import annotations
 
 import importlib
-import json
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -30,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._io import atomic_open
+from .._io import read_records, write_records
 from ..errors import ConfigError, CorpusError
 from .harness.base import Harness, HarnessState, Message, get_harness
 
@@ -399,34 +398,11 @@ def summarize(rows: Sequence[SFTRow]) -> dict[str, Any]:
 
 def write_rows(path: str | os.PathLike[str], rows: Iterable[SFTRow]) -> int:
     """Write rows as JSON lines, atomically; returns how many were written."""
-    n = 0
-    with atomic_open(path) as fh:
-        for row in rows:
-            fh.write(json.dumps(row.to_dict(), ensure_ascii=False, sort_keys=True) + "\n")
-            n += 1
-    return n
+    return write_records(path, (row.to_dict() for row in rows))
 
 
 def read_rows(path: str | os.PathLike[str]) -> list[SFTRow]:
     """Read rows written by :func:`write_rows`; a bad line raises naming ``file:line``."""
-    from pathlib import Path
-
-    from .._io import open_text
-
-    p = Path(path)
-    if not p.is_file():
-        raise CorpusError(f"row file {str(p)!r} does not exist", fix="write it with `xtree sft-rows`")
-    rows = []
-    with open_text(p) as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(SFTRow.from_dict(json.loads(line)))
-            except (ValueError, TypeError) as exc:
-                raise CorpusError(
-                    str(exc), where=f"{p}:{lineno}", fix="write the file with `xtree sft-rows`"
-                ) from None
-    if not rows:
-        raise CorpusError(f"row file {str(p)!r} has no rows", fix="check the file")
-    return rows
+    return read_records(
+        path, SFTRow.from_dict, what="row file", fix="write the file with `xtree sft-rows`", allow_empty=False
+    )
