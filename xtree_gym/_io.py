@@ -20,8 +20,6 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar, cast
 if TYPE_CHECKING:
     from .errors import XTreeError
 
-T = TypeVar("T")
-
 
 @contextmanager
 def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[str]]:
@@ -102,58 +100,6 @@ def open_text(path: str | os.PathLike[str]) -> IO[str]:
     if p.suffix == ".gz":
         return io.TextIOWrapper(gzip.open(p, "rb"), encoding="utf-8")
     return open(p, encoding="utf-8")
-
-
-def write_jsonl(path: str | os.PathLike[str], records: Iterable[Any]) -> int:
-    """Write each record's ``to_dict()`` as one JSON line (sorted keys), atomically; returns the count.
-
-    Example:
-        >>> import tempfile
-        >>> class R:
-        ...     def to_dict(self): return {"b": 1, "a": "é"}
-        >>> p = Path(tempfile.mkdtemp()) / "r.jsonl"
-        >>> write_jsonl(p, [R(), R()]), p.read_text(encoding="utf-8").splitlines()[0]
-        (2, '{"a": "é", "b": 1}')
-    """
-    n = 0
-    with atomic_open(path) as fh:
-        for record in records:
-            fh.write(json.dumps(record.to_dict(), ensure_ascii=False, sort_keys=True) + "\n")
-            n += 1
-    return n
-
-
-def read_jsonl(
-    path: str | os.PathLike[str], parse: Callable[[Any], T], *, what: str, missing_fix: str, bad_fix: str
-) -> list[T]:
-    """``parse`` of every non-blank line of a JSON-lines file (``.gz`` too), as :func:`write_jsonl` wrote it.
-
-    A missing file, or a line that is not strict JSON (:func:`loads_strict`) or that ``parse``
-    refuses (``ValueError``/``TypeError``), is one :class:`~xtree_gym.errors.CorpusError` naming
-    ``file:line``; ``what`` names the kind of file, the fixes say what to do.
-
-    Example:
-        >>> import tempfile
-        >>> p = Path(tempfile.mkdtemp()) / "r.jsonl"
-        >>> _ = p.write_text('{"a": 1}\\n\\n{"a": 2}\\n')
-        >>> read_jsonl(p, lambda d: d["a"], what="row file", missing_fix="-", bad_fix="-")
-        [1, 2]
-    """
-    from .errors import CorpusError
-
-    p = Path(path)
-    if not p.is_file():
-        raise CorpusError(f"{what} {str(p)!r} does not exist", fix=missing_fix)
-    out = []
-    with open_text(p) as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                out.append(parse(loads_strict(line)))
-            except (ValueError, TypeError) as exc:
-                raise CorpusError(str(exc), where=f"{p}:{lineno}", fix=bad_fix) from None
-    return out
 
 
 # -- temp files: never leave debris ------------------------------------------------------------------
@@ -437,3 +383,58 @@ def input_problem(path: str | os.PathLike[str], what: str = "file") -> str | Non
     if not p.is_file():
         return f"{what} {str(p)!r} is not a regular file"
     return None
+
+
+# -- JSON-lines record files (SFT rows, node instances): one writer, one strict reader ---------------------
+T = TypeVar("T")
+
+
+def write_records(path: str | os.PathLike[str], records: Iterable[dict[str, Any]]) -> int:
+    """Write dicts as sorted-key JSON lines, atomically; returns how many were written.
+
+    Example:
+        >>> import tempfile, os
+        >>> p = os.path.join(tempfile.mkdtemp(), "r.jsonl")
+        >>> write_records(p, [{"b": 1, "a": "é"}]), open(p, encoding="utf-8").read()
+        (1, '{"a": "é", "b": 1}\\n')
+    """
+    n = 0
+    with atomic_open(path) as fh:
+        for rec in records:
+            fh.write(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
+            n += 1
+    return n
+
+
+def read_records(
+    path: str | os.PathLike[str], build: Callable[[Any], T], *, what: str, fix: str, allow_empty: bool = True
+) -> list[T]:
+    """Read a JSON-lines file with :func:`loads_strict`, one ``build(obj)`` per non-blank line.
+
+    A missing path, a directory, a bad line (``file:line`` named) or, unless ``allow_empty``, a file
+    without records is one :class:`~xtree_gym.errors.CorpusError` whose fix is ``fix``.
+
+    Example:
+        >>> import tempfile, os
+        >>> p = os.path.join(tempfile.mkdtemp(), "r.jsonl")
+        >>> _ = write_records(p, [{"x": 1}, {"x": 2}])
+        >>> read_records(p, lambda d: d["x"], what="row file", fix="write it again")
+        [1, 2]
+    """
+    from .errors import CorpusError
+
+    problem = input_problem(path, what)
+    if problem:
+        raise CorpusError(problem, fix=fix)
+    out: list[T] = []
+    with open_text(path) as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                out.append(build(loads_strict(line)))
+            except (ValueError, TypeError, KeyError) as exc:
+                raise CorpusError(str(exc), where=f"{path}:{lineno}", fix=fix) from None
+    if not out and not allow_empty:
+        raise CorpusError(f"{what} {str(path)!r} has no records", fix=fix)
+    return out

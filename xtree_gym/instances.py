@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._io import read_jsonl, write_jsonl
+from ._io import read_records, write_records
 from .errors import ConfigError, CorpusError
 
 if TYPE_CHECKING:
@@ -355,15 +355,11 @@ def make_instances(
 
 def write_instances(path: str | os.PathLike[str], instances: Iterable[NodeInstance]) -> int:
     """Write instances as JSON lines, atomically; returns how many were written."""
-    return write_jsonl(path, instances)
+    return write_records(path, (inst.to_dict() for inst in instances))
 
 
 def read_instances(path: str | os.PathLike[str]) -> list[NodeInstance]:
     """Read instances written by :func:`write_instances`; a bad line raises naming ``file:line``."""
-    return read_jsonl(
-        path,
-        NodeInstance.from_dict,
-        what="instance file",
-        missing_fix="check the path",
-        bad_fix="write the file with write_instances",
+    return read_records(
+        path, NodeInstance.from_dict, what="instance file", fix="write the file with write_instances"
     )

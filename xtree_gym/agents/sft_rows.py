@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._io import read_jsonl, write_jsonl
+from .._io import read_records, write_records
 from ..errors import ConfigError, CorpusError
 from .harness.base import Harness, HarnessState, Message, get_harness
 
@@ -398,18 +398,11 @@ def summarize(rows: Sequence[SFTRow]) -> dict[str, Any]:
 
 def write_rows(path: str | os.PathLike[str], rows: Iterable[SFTRow]) -> int:
     """Write rows as JSON lines, atomically; returns how many were written."""
-    return write_jsonl(path, rows)
+    return write_records(path, (row.to_dict() for row in rows))
 
 
 def read_rows(path: str | os.PathLike[str]) -> list[SFTRow]:
     """Read rows written by :func:`write_rows`; a bad line raises naming ``file:line``."""
-    rows = read_jsonl(
-        path,
-        SFTRow.from_dict,
-        what="row file",
-        missing_fix="write it with `xtree sft-rows`",
-        bad_fix="write the file with `xtree sft-rows`",
+    return read_records(
+        path, SFTRow.from_dict, what="row file", fix="write the file with `xtree sft-rows`", allow_empty=False
     )
-    if not rows:
-        raise CorpusError(f"row file {str(path)!r} has no rows", fix="check the file")
-    return rows
