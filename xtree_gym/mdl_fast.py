@@ -19,6 +19,7 @@ This module knows nothing of :class:`~xtree_gym.mdl.SkillDictionary`; it only lo
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Hashable, Iterator, Sequence
@@ -218,6 +219,8 @@ def greedy_phrases(
     n_ids = len(table.keys)
     size = dict_size
     dcost = sum(cost_of[1] for _ in range(dict_size))
+    if _n_rows(table.lens.tolist(), max_len) <= ROW_BUDGET:  # short sequences: score all covers at once
+        return greedy_rows(table, n, dcost, size, cost_of, scan_all)
     seg = table.segment_ids()
     total = int(((seg >= 0).sum(axis=1) * table.weights).sum())
     current = (dcost + total * math.log2(size)) / n
@@ -287,3 +290,189 @@ def _worth(
     ranked = sorted(best_count.items(), key=lambda ck: (-ck[1], str(table.phrase(ck[0]))))
     cost = {int(c): float(v) for c, v in zip(cat[passes].tolist(), new_dcost[passes].tolist())}
     return [(table.phrase(c), cost[c]) for c, _ in ranked]
+
+
+# ----------------------------------------------------------------------------- short sequences: every cover up front
+
+ROW_BUDGET = 40_000
+"""Most covers (rows) :func:`greedy_phrases` enumerates up front; longer corpora take the DP rounds."""
+
+
+@functools.lru_cache(maxsize=64)
+def compositions(n: int, max_len: int) -> tuple[tuple[int, ...], ...]:
+    """Every cover of ``n`` skills by parts of 1..``max_len``, in the order :func:`xtree_gym.mdl.segment`
+    prefers among equals: fewest parts first, then the longest part at the earliest position.
+
+    Example:
+        >>> compositions(3, 2)
+        ((2, 1), (1, 2), (1, 1, 1))
+    """
+    out: list[tuple[int, ...]] = []
+
+    def walk(left: int, parts: tuple[int, ...]) -> None:
+        if not left:
+            out.append(parts)
+        for k in range(min(left, max_len), 0, -1):
+            walk(left - k, (*parts, k))
+
+    walk(n, ())
+    return tuple(sorted(out, key=len))  # stable: within a size, walk() already lists longest-first
+
+
+@functools.lru_cache(maxsize=64)
+def _cover_arrays(n: int, max_len: int) -> tuple[np.ndarray, np.ndarray]:
+    """(start, length) of every part of every cover of ``n`` skills, zero padded to ``n`` parts.
+
+    Example:
+        >>> [a.tolist() for a in _cover_arrays(3, 2)]
+        [[[0, 2, 0], [0, 1, 0], [0, 1, 2]], [[2, 1, 0], [1, 2, 0], [1, 1, 1]]]
+    """
+    comps = compositions(n, max_len)
+    starts = np.zeros((len(comps), n), dtype=np.int64)
+    ks = np.zeros((len(comps), n), dtype=np.int64)
+    for r, c in enumerate(comps):
+        ks[r, : len(c)] = c
+        starts[r, : len(c)] = np.cumsum((0, *c[:-1]))
+    return starts, ks
+
+
+def _n_rows(lens: Sequence[int], max_len: int) -> int:
+    """How many covers all sequences of ``lens`` have (stops counting past :data:`ROW_BUDGET`)."""
+    total = 0
+    for n in lens:
+        if n > 24:
+            return ROW_BUDGET + 1
+        total += len(compositions(n, max_len))
+        if total > ROW_BUDGET:
+            break
+    return total
+
+
+class CoverRows:
+    """Every cover of every distinct sequence as a row of window ids, with what each row still misses.
+
+    A sequence's minimal segmentation is its first row whose phrases are all in the dictionary; a
+    candidate ``c`` shortens a sequence exactly when some row misses ``c`` and nothing else, so one
+    pass over the rows gives the exact new total of every candidate at once (no bound, no DP).
+
+    Example:
+        >>> t = WindowTable([tuple("abab")], [1], 4)
+        >>> t.in_dict[1:] = t.id_len[1:] == 1
+        >>> rows = CoverRows(t)
+        >>> rows.first().tolist() == [len(rows.nparts) - 1]  # only the all-singletons cover is complete
+        True
+    """
+
+    def __init__(self, table: WindowTable) -> None:
+        self.table = table
+        L, width = table.L, table.win.shape[1]
+        groups = [(n, np.flatnonzero(table.lens == n)) for n in sorted(set(table.lens.tolist()))]
+        sizes = [len(compositions(n, L)) for n, _ in groups]
+        n_rows = sum(size * len(us) for size, (_, us) in zip(sizes, groups))
+        # position-major (W, R): the per-row sums below run over contiguous rows, not 6-wide axes
+        self.parts_t = parts_t = np.zeros((width, n_rows), dtype=np.int64)  # window ids, 0 pads
+        # each adjacent pair of parts as (left length) * n_ids + (its concatenation's id), 0 = none
+        self.pair_t = pair_t = np.zeros((max(width - 1, 1), n_rows), dtype=np.int64)
+        owner, order, at = [], [], 0
+        for size, (n, us) in zip(sizes, groups):  # one gather per sequence length
+            starts, ks = _cover_arrays(n, L)
+            block = table.win[us[:, None, None], starts[None], ks[None] - 1]  # (len(us), C_n, n)
+            stop = at + size * len(us)
+            parts_t[:n, at:stop] = np.where(ks[None] > 0, block, 0).reshape(-1, n).T
+            owner.append(np.repeat(np.arange(len(order), len(order) + len(us)), size))
+            order += us.tolist()
+            at, first_row = stop, at
+            if n == 1:  # no pairs
+                continue
+            both = ks[:, :-1] + ks[:, 1:]
+            fits = (ks[:, 1:] > 0) & (both <= L)
+            cat = table.win[us[:, None, None], starts[None, :, :-1], np.where(fits, both - 1, 0)[None]]
+            key = np.where(fits[None], ks[None, :, :-1] * len(table.keys) + cat, 0)
+            pair_t[: n - 1, first_row:stop] = key.reshape(-1, n - 1).T
+        self.owner = np.concatenate(owner)  # row -> its sequence's block; rows grouped by sequence
+        self.weights = table.weights[order]  # block -> multiplicity
+        self.starts = np.flatnonzero(np.diff(self.owner, prepend=-1))
+        self.rank = np.arange(n_rows)
+        used = parts_t > 0
+        self.nparts = used.sum(axis=0)
+        miss = np.where(used & ~table.in_dict[parts_t], parts_t, 0)
+        self.mcnt = (miss > 0).sum(axis=0)  # parts not in the dictionary, their sum and sum of squares:
+        self.msum = miss.sum(axis=0)  # all equal (one missing phrase) iff cnt*sq == sum^2
+        self.msq = (miss * miss).sum(axis=0)
+        prev = np.zeros(n_rows, dtype=bool)  # in a run of equal phrases only every other pair counts
+        for j in range(width - 1):
+            same = (parts_t[j] == parts_t[j + 1]) & (parts_t[j + 1] > 0)
+            prev = same & ~prev
+            pair_t[j] = np.where(same & ~prev, 0, pair_t[j])
+        self.w_pairs = np.tile(self.weights, pair_t.shape[0])
+
+    def first(self) -> np.ndarray:
+        """Each distinct sequence's first complete row (its minimal segmentation)."""
+        return np.minimum.reduceat(np.where(self.mcnt == 0, self.rank, len(self.rank)), self.starts)
+
+    def add(self, i: int) -> None:
+        """Put dense id ``i`` in the dictionary: rows using it miss it no more."""
+        hit = (self.parts_t == i).sum(axis=0)
+        self.mcnt -= hit
+        self.msum -= hit * i
+        self.msq -= hit * i * i
+
+    def round(self) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+        """(total seg, candidate ids, their best pair counts, their exact totals) of this dictionary."""
+        weights = self.weights
+        first = self.first()
+        cur = self.nparts[first]
+        total = int(cur @ weights)
+        cats, best = self._pair_counts(first)
+        gain = cur[self.owner] - self.nparts
+        one = (gain > 0) & (self.mcnt > 0) & (self.mcnt * self.msq == self.msum * self.msum)
+        rows = np.flatnonzero(one)
+        slot = np.full(len(self.table.keys), -1, dtype=np.int64)
+        slot[cats] = np.arange(len(cats))
+        at = slot[self.msum[rows] // self.mcnt[rows]]
+        rows, at = rows[at >= 0], at[at >= 0]
+        gains = np.zeros((len(cats), len(first)), dtype=np.int64)  # (candidate, sequence) -> best gain
+        np.maximum.at(gains, (at, self.owner[rows]), gain[rows])
+        return total, cats, best, total - gains @ weights
+
+    def _pair_counts(self, first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(ids of the concatenations not yet in the dictionary, each one's best pair count) of the
+        segmentations ``first``; a concatenation reached by several pairs ranks by its best count."""
+        n_ids = len(self.table.keys)
+        counts = np.bincount(self.pair_t[:, first].ravel(), self.w_pairs, minlength=self.table.L * n_ids)
+        best = counts.reshape(self.table.L, n_ids).max(axis=0)
+        best[0] = 0  # pads and pairs too long to merge
+        best[self.table.in_dict] = 0
+        cats = np.flatnonzero(best)
+        return cats, best[cats].round().astype(np.int64)
+
+
+def greedy_rows(
+    table: WindowTable, n: int, dcost: float, size: int, cost_of: Sequence[float], scan_all: bool
+) -> list[Phrase]:
+    """:func:`greedy_phrases` over :class:`CoverRows`: every round's candidates scored exactly at once."""
+    rows = CoverRows(table)
+    cost = np.asarray(cost_of, dtype=np.float64)
+    total, cats, best, totals = rows.round()
+    current = (dcost + total * math.log2(size)) / n
+    accepted: list[Phrase] = []
+    while len(cats):
+        log_next = math.log2(size + 1)
+        new_dcost = dcost + cost[table.id_len[cats]]
+        value = (new_dcost + totals * log_next) / n
+        passes = value < current - 1e-12
+        top = best == best.max()
+        if scan_all:
+            if not passes.any():
+                break
+            top = passes & (best == best[passes].max())
+        pick = min(np.flatnonzero(top).tolist(), key=lambda j: str(table.phrase(int(cats[j]))))
+        if not passes[pick]:
+            break
+        i = int(cats[pick])
+        accepted.append(table.phrase(i))
+        dcost, current, size = float(new_dcost[pick]), float(value[pick]), size + 1
+        table.in_dict[i] = True
+        rows.add(i)
+        total, cats, best, totals = rows.round()
+    return accepted
