@@ -69,23 +69,29 @@ class WindowTable:
         self.win: np.ndarray = np.asarray(dense).reshape(win.shape)
         self.first = np.asarray(first)  # dense id -> flat index of one window with that id
         self.id_len = (np.asarray(first) % max_len) + 1  # dense id -> phrase length
-        self.win_t = np.ascontiguousarray(self.win.transpose(1, 2, 0))  # (W, L, U): position-major
-        self.active = np.arange(width)[:, None] < lens[None, :]  # (W, U): position inside the sequence
         self.lens = lens
         self.weights = np.asarray(weights, dtype=np.int64)
-        long = np.zeros(win.shape, dtype=bool)
-        long[:, :, 1:] = True  # windows of 2+ skills: what a merge can save
-        keep = long & fits
-        saved = np.bincount(
-            self.win[keep],
-            weights=np.broadcast_to(self.weights[:, None, None], win.shape)[keep],
-            minlength=len(self.keys),
-        )
-        self.saved = saved.round().astype(
-            np.int64
-        )  # id -> weighted overlapping occurrences (exact: integer weights)
         self.in_dict = np.zeros(len(self.keys), dtype=bool)
         self._phrase: dict[int, Phrase] = {}
+
+    @functools.cached_property
+    def win_t(self) -> np.ndarray:
+        """(W, L, U) window ids, position-major (the DP rounds only: the cover rows never read it)."""
+        return np.ascontiguousarray(self.win.transpose(1, 2, 0))
+
+    @functools.cached_property
+    def active(self) -> np.ndarray:
+        """(W, U): whether a position lies inside the sequence."""
+        return np.arange(self.win.shape[1])[:, None] < self.lens[None, :]
+
+    @functools.cached_property
+    def saved(self) -> np.ndarray:
+        """Dense id -> weighted overlapping occurrences as a window of 2+ skills (exact: integer weights)."""
+        keep = np.zeros(self.win.shape, dtype=bool)
+        keep[:, :, 1:] = True  # windows of 2+ skills: what a merge can save
+        keep &= self.win > 0
+        w = np.broadcast_to(self.weights[:, None, None], self.win.shape)[keep]
+        return np.bincount(self.win[keep], weights=w, minlength=len(self.keys)).round().astype(np.int64)
 
     def id(self, phrase: Phrase) -> int:
         """Dense id of ``phrase`` (0 when it is no window of any sequence)."""
@@ -219,11 +225,21 @@ def greedy_phrases(
     n_ids = len(table.keys)
     size = dict_size
     dcost = sum(cost_of[1] for _ in range(dict_size))
-    if _n_rows(table.lens.tolist(), max_len) <= ROW_BUDGET:  # short sequences: score all covers at once
-        return greedy_rows(table, n, dcost, size, cost_of, scan_all)
-    seg = table.segment_ids()
-    total = int(((seg >= 0).sum(axis=1) * table.weights).sum())
+    seg = np.where(table.win[:, :, 0] > 0, table.win[:, :, 0], -1)  # the singletons' segmentation
+    total = int(table.lens @ table.weights)
     current = (dcost + total * math.log2(size)) / n
+    if _n_rows(table.lens, max_len) <= ROW_BUDGET:  # short sequences: score all covers at once
+        # but first the bound, which often rules every pair out: each 2-window is an adjacent pair
+        # of singletons, all cost the same, so the most frequent one passes if any does
+        pair = table.win[:, :-1, 1]
+        most = int(
+            np.bincount(
+                pair[pair > 0], weights=np.broadcast_to(table.weights[:, None], pair.shape)[pair > 0]
+            ).max(initial=0)
+        )
+        if scan_all and (dcost + cost_of[2] + (total - most) * math.log2(size + 1)) / n >= current - 1e-12:
+            return []
+        return greedy_rows(table, n, dcost, size, cost_of, scan_all)
     accepted: list[Phrase] = []
     while True:
         log_next = math.log2(size + 1)
@@ -294,6 +310,9 @@ def _worth(
 
 # ----------------------------------------------------------------------------- short sequences: every cover up front
 
+_GATHER = 6_000
+"""Most indices one gather of :class:`CoverRows` builds (about 48 kB: below malloc's mmap threshold)."""
+
 ROW_BUDGET = 40_000
 """Most covers (rows) :func:`greedy_phrases` enumerates up front; longer corpora take the DP rounds."""
 
@@ -336,16 +355,27 @@ def _cover_arrays(n: int, max_len: int) -> tuple[np.ndarray, np.ndarray]:
     return starts, ks
 
 
-def _n_rows(lens: Sequence[int], max_len: int) -> int:
-    """How many covers all sequences of ``lens`` have (stops counting past :data:`ROW_BUDGET`)."""
-    total = 0
-    for n in lens:
-        if n > 24:
-            return ROW_BUDGET + 1
-        total += len(compositions(n, max_len))
-        if total > ROW_BUDGET:
-            break
-    return total
+@functools.lru_cache(maxsize=256)
+def _cover_offsets(n: int, max_len: int, width: int, size: int) -> np.ndarray:
+    """Where each cover's parts, then its adjacent pairs' concatenations, sit in the flat window table
+    (``size`` slots of ``(W, L)`` blocks: the windows, then one copy per left length of the pair);
+    part or pair ``j`` by rows, covers by columns. "None" lies past the end of the table, which
+    ``np.take(mode="clip")`` turns into its last slot (0)."""
+    starts, ks = _cover_arrays(n, max_len)
+    none = 1 << 60
+    part = np.where(ks > 0, starts * max_len + ks - 1, none).T
+    both = ks[:, :-1] + ks[:, 1:]
+    fits = (ks[:, 1:] > 0) & (both <= max_len)
+    at = ks[:, :-1] * size + starts[:, :-1] * max_len + both - 1
+    return np.concatenate([part, np.where(fits, at, none).T])
+
+
+def _n_rows(lens: np.ndarray, max_len: int) -> int:
+    """How many covers all sequences of ``lens`` have (more than :data:`ROW_BUDGET` when any is long)."""
+    if not len(lens) or int(lens.max()) > 24:
+        return ROW_BUDGET + 1 if len(lens) else 0
+    per = np.bincount(lens)
+    return sum(int(c) * len(compositions(n, max_len)) for n, c in enumerate(per.tolist()) if c)
 
 
 class CoverRows:
@@ -370,25 +400,31 @@ class CoverRows:
         sizes = [len(compositions(n, L)) for n, _ in groups]
         n_rows = sum(size * len(us) for size, (_, us) in zip(sizes, groups))
         # position-major (W, R): the per-row sums below run over contiguous rows, not 6-wide axes
-        self.parts_t = parts_t = np.zeros((width, n_rows), dtype=np.int64)  # window ids, 0 pads
+        # int32 halves the bytes (and keeps these below malloc's fresh-mapping threshold)
+        self.parts_t = parts_t = np.zeros((width, n_rows), dtype=np.int32)  # window ids, 0 pads
         # each adjacent pair of parts as (left length) * n_ids + (its concatenation's id), 0 = none
-        self.pair_t = pair_t = np.zeros((max(width - 1, 1), n_rows), dtype=np.int64)
+        self.pair_t = pair_t = np.zeros((max(width - 1, 1), n_rows), dtype=np.int32)
+        n_ids, block = len(table.keys), width * L
+        flat = np.append(table.win.ravel(), 0).astype(
+            np.int32
+        )  # the last slot, past every window, stands for "none"
+        # flat_pair[k - 1]: a window's id as the concatenation of a pair whose left part has k skills
+        flat_pair = np.where(flat > 0, flat + np.arange(1, L, dtype=np.int32)[:, None] * np.int32(n_ids), 0)
+        both_flat = np.concatenate([flat, flat_pair.ravel()])
         owner, order, at = [], [], 0
-        for size, (n, us) in zip(sizes, groups):  # one gather per sequence length
-            starts, ks = _cover_arrays(n, L)
-            block = table.win[us[:, None, None], starts[None], ks[None] - 1]  # (len(us), C_n, n)
-            stop = at + size * len(us)
-            parts_t[:n, at:stop] = np.where(ks[None] > 0, block, 0).reshape(-1, n).T
+        for size, (n, us) in zip(sizes, groups):  # a few gathers per sequence length, already (W, R)
+            offsets = _cover_offsets(n, L, width, len(flat))  # (2n - 1, C_n): parts, then pairs
+            step = max(1, _GATHER // offsets.size)  # small temporaries: big ones cost fresh pages
+            for lo in range(0, len(us), step):
+                chunk = us[lo : lo + step]
+                stop = at + size * len(chunk)
+                got = np.take(both_flat, chunk[None, :, None] * block + offsets[:, None, :], mode="clip")
+                got = got.reshape(2 * n - 1, -1)
+                parts_t[:n, at:stop] = got[:n]
+                pair_t[: n - 1, at:stop] = got[n:]
+                at = stop
             owner.append(np.repeat(np.arange(len(order), len(order) + len(us)), size))
             order += us.tolist()
-            at, first_row = stop, at
-            if n == 1:  # no pairs
-                continue
-            both = ks[:, :-1] + ks[:, 1:]
-            fits = (ks[:, 1:] > 0) & (both <= L)
-            cat = table.win[us[:, None, None], starts[None, :, :-1], np.where(fits, both - 1, 0)[None]]
-            key = np.where(fits[None], ks[None, :, :-1] * len(table.keys) + cat, 0)
-            pair_t[: n - 1, first_row:stop] = key.reshape(-1, n - 1).T
         self.owner = np.concatenate(owner)  # row -> its sequence's block; rows grouped by sequence
         self.weights = table.weights[order]  # block -> multiplicity
         self.starts = np.flatnonzero(np.diff(self.owner, prepend=-1))
@@ -396,9 +432,9 @@ class CoverRows:
         used = parts_t > 0
         self.nparts = used.sum(axis=0)
         miss = np.where(used & ~table.in_dict[parts_t], parts_t, 0)
-        self.mcnt = (miss > 0).sum(axis=0)  # parts not in the dictionary, their sum and sum of squares:
-        self.msum = miss.sum(axis=0)  # all equal (one missing phrase) iff cnt*sq == sum^2
-        self.msq = (miss * miss).sum(axis=0)
+        self.mcnt = (miss > 0).sum(axis=0)  # how many parts are not in the dictionary, and their id sum
+        self.msum = miss.sum(axis=0, dtype=np.int64)  # all equal (one missing phrase) iff cnt*sq == sum^2
+        self.msq = np.einsum("ij,ij->j", miss, miss, dtype=np.int64)
         prev = np.zeros(n_rows, dtype=bool)  # in a run of equal phrases only every other pair counts
         for j in range(width - 1):
             same = (parts_t[j] == parts_t[j + 1]) & (parts_t[j + 1] > 0)
@@ -429,7 +465,7 @@ class CoverRows:
         rows = np.flatnonzero(one)
         slot = np.full(len(self.table.keys), -1, dtype=np.int64)
         slot[cats] = np.arange(len(cats))
-        at = slot[self.msum[rows] // self.mcnt[rows]]
+        at = slot[self.msum[rows] // self.mcnt[rows]]  # the one missing phrase, as a candidate slot
         rows, at = rows[at >= 0], at[at >= 0]
         gains = np.zeros((len(cats), len(first)), dtype=np.int64)  # (candidate, sequence) -> best gain
         np.maximum.at(gains, (at, self.owner[rows]), gain[rows])
