@@ -411,7 +411,9 @@ class CoverRows:
         # flat_pair[k - 1]: a window's id as the concatenation of a pair whose left part has k skills
         flat_pair = np.where(flat > 0, flat + np.arange(1, L, dtype=np.int32)[:, None] * np.int32(n_ids), 0)
         both_flat = np.concatenate([flat, flat_pair.ravel()])
-        owner, order, at = [], [], 0
+        owner: list[np.ndarray] = []
+        order: list[int] = []
+        at = 0
         for size, (n, us) in zip(sizes, groups):  # a few gathers per sequence length, already (W, R)
             offsets = _cover_offsets(n, L, width, len(flat))  # (2n - 1, C_n): parts, then pairs
             step = max(1, _GATHER // offsets.size)  # small temporaries: big ones cost fresh pages
