@@ -358,7 +358,7 @@ def extract_dictionary_reference(
         return d
     n = len(seqs)
     where = _occurrences(seqs, cfg.max_len)  # phrase -> [(sequence index, occurrences)]
-    segs = [[(x,) for x in s] for s in seqs]  # = d.segment(s): only singletons yet
+    segs: list[list[Phrase]] = [[(x,) for x in s] for s in seqs]  # = d.segment(s): singletons only
     total = sum(len(s) for s in segs)
     dcost = d.cost()
     current = (dcost + total * math.log2(len(d))) / n
