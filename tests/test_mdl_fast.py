@@ -87,7 +87,8 @@ def test_both_fast_paths_equal_reference_on_short_sequences(
     motifs = [
         "".join(rng.choice(alphabet) for _ in range(rng.randint(2, 4))) for _ in range(rng.randint(0, 3))
     ]
-    seqs = corpus(rng, rng.randint(60, 260), alphabet, motifs, lo=1, hi=rng.randint(2, 8))
+    seqs = corpus(rng, rng.randint(80, 260), alphabet, motifs, lo=1, hi=rng.randint(3, 8))
+    assert sum(map(len, seqs)) >= SMALL_CORPUS  # the numpy paths, not the small-corpus shortcut
     table = WindowTable(list(dict.fromkeys(map(tuple, seqs))), [1] * len(set(seqs)), 5)
     assert _n_rows(table.lens, 5) <= ROW_BUDGET
     if not rows:
