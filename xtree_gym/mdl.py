@@ -397,7 +397,12 @@ def _occurrences(seqs: Sequence[tuple[Hashable, ...]], max_len: int) -> dict[Phr
     """Every sub-sequence of length 2..max_len -> [(sequence index, overlapping occurrence count)]."""
     out: dict[Phrase, list[tuple[int, int]]] = {}
     for i, s in enumerate(seqs):
-        for p, c in substrings([s], max_len).items():
+        seen: dict[Phrase, int] = {}  # = substrings([s], max_len), without the per-sequence call
+        for k in range(2, max_len + 1):
+            for j in range(len(s) - k + 1):
+                p = s[j : j + k]
+                seen[p] = seen.get(p, 0) + 1
+        for p, c in seen.items():
             out.setdefault(p, []).append((i, c))
     return out
 
