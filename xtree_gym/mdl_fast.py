@@ -14,6 +14,11 @@ Why it is fast enough to re-mine a 256-sequence buffer at every training step:
   (sequences x positions) arrays; Python sorts only the few pairs the bound keeps;
 * the exact BDL of those candidates comes from one dynamic program over (candidates x sequences).
 
+Short sequences (the in-loop buffer: at most :data:`ROW_BUDGET` covers in all) skip the rounds'
+dynamic programs: :class:`CoverRows` lists every cover of every distinct sequence once, so a
+segmentation is the first complete row, and every candidate's exact total comes from the rows that
+miss only it -- all candidates of a round in one pass, updated incrementally as phrases are accepted.
+
 This module knows nothing of :class:`~xtree_gym.mdl.SkillDictionary`; it only looks down.
 """
 
@@ -437,6 +442,7 @@ class CoverRows:
         self.mcnt = (miss > 0).sum(axis=0)  # how many parts are not in the dictionary, and their id sum
         self.msum = miss.sum(axis=0, dtype=np.int64)  # all equal (one missing phrase) iff cnt*sq == sum^2
         self.msq = np.einsum("ij,ij->j", miss, miss, dtype=np.int64)
+        self.lacks = self._lacks(slice(None))  # row -> the one phrase it misses, -1 if none or several
         prev = np.zeros(n_rows, dtype=bool)  # in a run of equal phrases only every other pair counts
         for j in range(width - 1):
             same = (parts_t[j] == parts_t[j + 1]) & (parts_t[j + 1] > 0)
@@ -448,12 +454,21 @@ class CoverRows:
         """Each distinct sequence's first complete row (its minimal segmentation)."""
         return np.minimum.reduceat(np.where(self.mcnt == 0, self.rank, len(self.rank)), self.starts)
 
+    def _lacks(self, rows: slice | np.ndarray) -> np.ndarray:
+        """For ``rows``: the one phrase each misses, or -1 when it misses none or several."""
+        cnt, tot = self.mcnt[rows], self.msum[rows]
+        one = (cnt > 0) & (cnt * self.msq[rows] == tot * tot)
+        return np.where(one, tot // np.maximum(cnt, 1), -1)
+
     def add(self, i: int) -> None:
         """Put dense id ``i`` in the dictionary: rows using it miss it no more."""
         hit = (self.parts_t == i).sum(axis=0)
-        self.mcnt -= hit
-        self.msum -= hit * i
-        self.msq -= hit * i * i
+        rows = np.flatnonzero(hit)
+        hit = hit[rows]
+        self.mcnt[rows] -= hit
+        self.msum[rows] -= hit * i
+        self.msq[rows] -= hit * i * i
+        self.lacks[rows] = self._lacks(rows)
 
     def round(self) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
         """(total seg, candidate ids, their best pair counts, their exact totals) of this dictionary."""
@@ -462,15 +477,13 @@ class CoverRows:
         cur = self.nparts[first]
         total = int(cur @ weights)
         cats, best = self._pair_counts(first)
-        gain = cur[self.owner] - self.nparts
-        one = (gain > 0) & (self.mcnt > 0) & (self.mcnt * self.msq == self.msum * self.msum)
-        rows = np.flatnonzero(one)
-        slot = np.full(len(self.table.keys), -1, dtype=np.int64)
+        slot = np.full(len(self.table.keys) + 1, -1, dtype=np.int64)  # phrase -> candidate; [-1]: none
         slot[cats] = np.arange(len(cats))
-        at = slot[self.msum[rows] // self.mcnt[rows]]  # the one missing phrase, as a candidate slot
-        rows, at = rows[at >= 0], at[at >= 0]
+        at = slot[self.lacks]  # rows that miss one candidate only ...
+        rows = np.flatnonzero((at >= 0) & (self.nparts < cur[self.owner]))  # ... and would shorten
+        owner = self.owner[rows]
         gains = np.zeros((len(cats), len(first)), dtype=np.int64)  # (candidate, sequence) -> best gain
-        np.maximum.at(gains, (at, self.owner[rows]), gain[rows])
+        np.maximum.at(gains, (at[rows], owner), cur[owner] - self.nparts[rows])
         return total, cats, best, total - gains @ weights
 
     def _pair_counts(self, first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
