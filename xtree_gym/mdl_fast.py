@@ -462,12 +462,10 @@ class CoverRows:
 
     def add(self, i: int) -> None:
         """Put dense id ``i`` in the dictionary: rows using it miss it no more."""
-        hit = (self.parts_t == i).sum(axis=0)
-        rows = np.flatnonzero(hit)
-        hit = hit[rows]
-        self.mcnt[rows] -= hit
-        self.msum[rows] -= hit * i
-        self.msq[rows] -= hit * i * i
+        rows = np.flatnonzero(self.parts_t.ravel() == i) % self.parts_t.shape[1]  # once per use
+        np.subtract.at(self.mcnt, rows, 1)
+        np.subtract.at(self.msum, rows, i)
+        np.subtract.at(self.msq, rows, i * i)
         self.lacks[rows] = self._lacks(rows)
 
     def round(self) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
