@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+import xtree_gym.mdl_fast as mdl_fast
 from xtree_gym.mdl import (
     SMALL_CORPUS,
     MDLConfig,
@@ -15,7 +16,7 @@ from xtree_gym.mdl import (
     extract_dictionary_reference,
     segment,
 )
-from xtree_gym.mdl_fast import WindowTable
+from xtree_gym.mdl_fast import ROW_BUDGET, CoverRows, WindowTable, _n_rows, compositions
 
 
 def corpus(
@@ -73,6 +74,60 @@ def test_window_table_segments_break_ties_like_segment() -> None:
     assert table.totals([("C", "A", "B")]) == [
         sum(len(segment(s, {*phrases, ("C", "A", "B")}, 4)) for s in uniq)
     ]
+
+
+@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize("rows", [True, False])
+def test_both_fast_paths_equal_reference_on_short_sequences(
+    seed: int, rows: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Short sequences (the in-loop buffer) take the cover rows; with no row budget, the DP rounds."""
+    rng = random.Random(100 + seed)
+    alphabet = "ABCDEFG"[: rng.randint(2, 7)]
+    motifs = [
+        "".join(rng.choice(alphabet) for _ in range(rng.randint(2, 4))) for _ in range(rng.randint(0, 3))
+    ]
+    seqs = corpus(rng, rng.randint(80, 260), alphabet, motifs, lo=1, hi=rng.randint(3, 8))
+    assert sum(map(len, seqs)) >= SMALL_CORPUS  # the numpy paths, not the small-corpus shortcut
+    table = WindowTable(list(dict.fromkeys(map(tuple, seqs))), [1] * len(set(seqs)), 5)
+    assert _n_rows(table.lens, 5) <= ROW_BUDGET
+    if not rows:
+        monkeypatch.setattr(mdl_fast, "ROW_BUDGET", 0)
+    for cfg in (
+        MDLConfig(),
+        MDLConfig(max_len=2),
+        MDLConfig(max_len=3, scan_all=False),
+        MDLConfig(max_len=5),
+    ):
+        size = rng.choice([0, 7, 26])
+        fast = extract_dictionary(seqs, None, cfg, alphabet_size=size)
+        ref = extract_dictionary_reference(seqs, None, cfg, alphabet_size=size)
+        assert fast.phrases == ref.phrases, (seed, rows, cfg)
+
+
+def test_compositions_list_segments_tie_order() -> None:
+    assert compositions(4, 3) == ((3, 1), (2, 2), (1, 3), (2, 1, 1), (1, 2, 1), (1, 1, 2), (1, 1, 1, 1))
+    assert all(sum(c) == 6 and max(c) <= 4 for c in compositions(6, 4)) and len(compositions(6, 4)) == 29
+
+
+def test_cover_rows_score_every_candidate_exactly() -> None:
+    rng = random.Random(7)
+    uniq = list(dict.fromkeys(tuple(s) for s in corpus(rng, 80, "ABC", ["AB", "CA"], lo=1, hi=6)))
+    weights = [rng.randint(1, 3) for _ in uniq]
+    table = WindowTable(uniq, weights, 4)
+    table.in_dict[1:] = table.id_len[1:] == 1
+    phrases = {("A",), ("B",), ("C",)}
+    rows = CoverRows(table)
+    for added in [("A", "B"), ("C", "A", "B")]:
+        table.in_dict[table.id(added)] = True
+        rows.add(table.id(added))
+        phrases.add(added)
+        total, cats, _, totals = rows.round()
+        assert total == sum(w * len(segment(s, phrases, 4)) for s, w in zip(uniq, weights))
+        assert len(cats) > 3
+        for c, t in zip(cats.tolist(), totals.tolist()):
+            with_c = phrases | {table.phrase(c)}
+            assert t == sum(w * len(segment(s, with_c, 4)) for s, w in zip(uniq, weights)), table.phrase(c)
 
 
 @pytest.mark.slow

@@ -103,20 +103,22 @@ def segment(seq: Sequence[Hashable], phrases: set[Phrase] | frozenset[Phrase], m
         >>> segment("abcab", {("a",), ("b",), ("c",), ("a", "b")}, 4)
         [('a', 'b'), ('c',), ('a', 'b')]
     """
+    seq = seq if isinstance(seq, tuple) else tuple(seq)  # slices of a tuple are the phrases
     n = len(seq)
     best = [0] * (n + 1)  # best[i] = seg of seq[i:]
     choice = [0] * (n + 1)  # choice[i] = length of the first phrase of that cover
     inf = n + 1
     for i in range(n - 1, -1, -1):
-        best[i], choice[i] = inf, 0
+        b, c = inf, 0
         for k in range(min(max_len, n - i), 0, -1):
-            if best[i + k] + 1 < best[i] and tuple(seq[i : i + k]) in phrases:
-                best[i], choice[i] = best[i + k] + 1, k
+            if best[i + k] + 1 < b and seq[i : i + k] in phrases:
+                b, c = best[i + k] + 1, k
+        best[i], choice[i] = b, c
     if n and best[0] >= inf:
         raise ValueError(f"no cover of {list(seq)!r}: a singleton is missing from the dictionary")
     out, i = [], 0
     while i < n:
-        out.append(tuple(seq[i : i + choice[i]]))
+        out.append(seq[i : i + choice[i]])
         i += choice[i]
     return out
 
@@ -356,7 +358,7 @@ def extract_dictionary_reference(
         return d
     n = len(seqs)
     where = _occurrences(seqs, cfg.max_len)  # phrase -> [(sequence index, occurrences)]
-    segs = [d.segment(s) for s in seqs]
+    segs: list[list[Phrase]] = [[(x,) for x in s] for s in seqs]  # = d.segment(s): singletons only
     total = sum(len(s) for s in segs)
     dcost = d.cost()
     current = (dcost + total * math.log2(len(d))) / n
@@ -395,7 +397,12 @@ def _occurrences(seqs: Sequence[tuple[Hashable, ...]], max_len: int) -> dict[Phr
     """Every sub-sequence of length 2..max_len -> [(sequence index, overlapping occurrence count)]."""
     out: dict[Phrase, list[tuple[int, int]]] = {}
     for i, s in enumerate(seqs):
-        for p, c in substrings([s], max_len).items():
+        seen: dict[Phrase, int] = {}  # = substrings([s], max_len), without the per-sequence call
+        for k in range(2, max_len + 1):
+            for j in range(len(s) - k + 1):
+                p = s[j : j + k]
+                seen[p] = seen.get(p, 0) + 1
+        for p, c in seen.items():
             out.setdefault(p, []).append((i, c))
     return out
 
