@@ -1,0 +1,1 @@
+"""Experiment scripts: each writes results/<name>/ (see docs/experiments.md)."""
