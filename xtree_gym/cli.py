@@ -25,6 +25,7 @@ _PLUGIN_MODULES = (
     "xtree_gym.demo",
     "xtree_gym.render.cli",
     "xtree_gym.mdl_cli",
+    "xtree_gym.agents.train_cli",
 )
 
 

@@ -98,8 +98,8 @@ def opsd_term(
         >>> term = opsd_term(s, t, m, beta=0.0, c=1.0)  # g = 0.5 everywhere
         >>> term.item()  # row 0: 0.5·(0 + 1)/2 = 0.25; row 1: 0.5·(−1)/1 = −0.5; mean −0.125
         -0.125
-        >>> term.backward(); s.grad.tolist()
-        [[-0.125, -0.125], [-0.25, 0.0]]
+        >>> term.backward(); s.grad.tolist() == [[-0.125, -0.125], [-0.25, 0.0]]  # −c·g/(|y|·B); masked: 0
+        True
     """
     teacher = teacher_logps.detach()
     delta = teacher - student_logps
@@ -119,3 +119,49 @@ def sft_loss(logits: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor) -> 
     logp = torch.log_softmax(logits.float(), dim=-1)
     nll = -logp.gather(-1, labels.unsqueeze(-1)).squeeze(-1)
     return masked_mean(nll, mask)
+
+
+def token_logps(logits: torch.Tensor, labels: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """``log softmax(logits / T)[label]`` per position, in float32: ``[B, T, V], [B, T] -> [B, T]``.
+
+    Example:
+        >>> logits = torch.tensor([[[0.0, 0.0], [2.0, 0.0]]])
+        >>> [round(x, 4) for x in token_logps(logits, torch.tensor([[0, 1]]))[0].tolist()]
+        [-0.6931, -2.1269]
+    """
+    logp = torch.log_softmax(logits.float() / temperature, dim=-1)
+    return logp.gather(-1, labels.unsqueeze(-1)).squeeze(-1)
+
+
+def token_entropy(logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """Entropy ``−Σ_v p_v log p_v`` of each position's distribution (logged, never optimised).
+
+    Example:
+        >>> [round(x, 4) for x in token_entropy(torch.zeros(1, 2, 4))[0].tolist()]  # uniform: log 4
+        [1.3863, 1.3863]
+    """
+    logp = torch.log_softmax(logits.float() / temperature, dim=-1)
+    return -(logp.exp() * logp).sum(-1)
+
+
+def loss_weights(mask: torch.Tensor, *, norm: str, total_tokens: float, total_rows: float) -> torch.Tensor:
+    """Per-token weights whose sum over a whole optimizer step is 1 (the loss normalisation).
+
+    ``norm="token"``: every trained token of the step weighs ``1 / total_tokens`` (token-mean);
+    ``norm="sequence"``: a row's tokens weigh ``1 / (|row| · total_rows)`` (mean of row means).
+    ``total_*`` count the whole step (all micro-batches, all ranks), so accumulating
+    ``Σ loss_tok · w`` over micro-batches gives exactly that mean.
+
+    Example:
+        >>> m = torch.tensor([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
+        >>> [round(w, 4) for w in loss_weights(m, norm="token", total_tokens=3, total_rows=2).sum(-1).tolist()]
+        [0.6667, 0.3333]
+        >>> loss_weights(m, norm="sequence", total_tokens=3, total_rows=2).tolist()
+        [[0.25, 0.25, 0.0], [0.5, 0.0, 0.0]]
+    """
+    if norm == "token":
+        return mask / max(float(total_tokens), 1.0)
+    if norm == "sequence":
+        per_row = mask.sum(-1, keepdim=True).clamp(min=1.0)
+        return mask / per_row / max(float(total_rows), 1.0)
+    raise ValueError(f"unknown loss normalisation {norm!r} (use 'token' or 'sequence')")

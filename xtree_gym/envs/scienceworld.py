@@ -318,6 +318,7 @@ class ScienceWorldEnv(gym.Env[str, str]):
     def _base_info(self) -> dict[str, Any]:
         return {
             "task": self.current_task,
+            "goal": self.goal,  # the task description, on every step (an LLM loop needs it)
             "task_id": folds.TASKS[self.current_task][0] if self.current_task else None,
             "variation": self.current_variation,
             "score": self._score,
@@ -332,6 +333,14 @@ class ScienceWorldEnv(gym.Env[str, str]):
         return [
             str(a) for a in self._call(self.step_timeout, self._interface().getValidActionObjectCombinations)
         ]
+
+    def action_templates(self) -> list[str]:
+        """The simulator's action command templates (``"open OBJ"``, ``"go to LOC"``...), as RLVMR lists them."""
+        return [str(a) for a in self._call(self.step_timeout, self._interface().getPossibleActions)]
+
+    def objects_in_view(self) -> list[str]:
+        """The objects the agent can refer to in its current location (``getPossibleObjects``)."""
+        return [str(a) for a in self._call(self.step_timeout, self._interface().getPossibleObjects)]
 
     def gold_actions(self) -> list[str]:
         """The simulator's gold action sequence for the loaded variation (needs ``reset(options={"gold_path": True})``)."""

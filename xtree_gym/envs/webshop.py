@@ -217,6 +217,13 @@ class WebShopEnv(_Base):
         """``{"has_search_bar": bool, "clickables": [...]}`` like the original text env."""
         return {"has_search_bar": self.state.page == "search", "clickables": list(self._clickables)}
 
+    def valid_actions(self) -> list[str]:
+        """The admissible actions as text: ``search[<your query>]`` on the search page, then ``click[value]``
+        for every clickable (the list verl-agent's WebShop prompt shows)."""
+        avail = self.get_available_actions()
+        search = ["search[<your query>]"] if avail["has_search_bar"] else []
+        return search + [f"click[{c}]" for c in avail["clickables"] if c != "search"]
+
     @property
     def observation(self) -> str:
         return render(self._elements, rich=self.config.observation_mode == "text_rich")

@@ -1,0 +1,9 @@
+"""Benchmark protocols: one module per harness, each registered by name (see :mod:`.base`).
+
+Importing this package registers ``rlvmr``, ``verl-agent``, ``react``, ``browsergym`` and ``node``.
+"""
+
+from . import browsergym, node, react, rlvmr, verl_agent  # noqa: F401 - importing a protocol module registers it
+from .base import Harness, HarnessState, get_harness, goal_of, harness_names, register_harness
+
+__all__ = ["Harness", "HarnessState", "get_harness", "goal_of", "harness_names", "register_harness"]

@@ -11,7 +11,7 @@ A new benchmark protocol is one module in this package with a :class:`Harness` s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -37,7 +37,14 @@ class HarnessState:
     valid_actions: Sequence[str] | None = None
     """Admissible actions, filled only when the harness set ``needs_valid_actions``."""
     info: dict[str, Any] = field(default_factory=dict)
-    """The env's latest ``info`` (e.g. BrowserGym's axtree text, ScienceWorld's objects in view)."""
+    """The env's latest ``info`` (e.g. BrowserGym's axtree text, ScienceWorld's objects in view),
+    merged with what :meth:`Harness.env_view` read from the env this turn."""
+    initial_observation: str = ""
+    """The reset observation (history-showing protocols pair each action with the text seen before it)."""
+    responses: list[str] = field(default_factory=list)
+    """The model's full text of each step in ``history`` (conversation-style protocols replay it)."""
+    tokens: list[str] = field(default_factory=list)
+    """Canonical tokens (``info["xtree"]["token"]``) of the steps in ``history``; the advice hint reads them."""
 
 
 class Harness:
@@ -52,9 +59,40 @@ class Harness:
     needs_valid_actions: ClassVar[bool] = False
     """True when the prompt lists admissible actions (costly on ScienceWorld: asked per turn)."""
 
+    max_parse_retries: int = 0
+    """How often the rollout may re-ask after an unparseable response (BrowserGym's ``n_retry``); 0 = never."""
+
     def render(self, state: HarnessState) -> list[Message]:
         """Chat messages for this turn."""
         raise NotImplementedError
+
+    def env_view(self, env: Any) -> dict[str, Any]:
+        """Extra facts this protocol reads from the live env each turn (merged into ``HarnessState.info``).
+
+        Called by the rollout in the process that holds the env, after reset and after every step;
+        the default reads nothing. ``rlvmr`` reads ScienceWorld's action templates and objects in view.
+        """
+        return {}
+
+    def valid_actions(self, env: Any) -> list[str] | None:
+        """Admissible actions for ``HarnessState.valid_actions``: the env's ``valid_actions()`` when
+        ``needs_valid_actions`` is set (ScienceWorld's list costs 35-150 ms: asked only then), else None.
+        """
+        if not self.needs_valid_actions:
+            return None
+        fn = getattr(getattr(env, "unwrapped", env), "valid_actions", None)
+        return [str(a) for a in fn()] if callable(fn) else None
+
+    def retry_messages(self, messages: list[Message], response: str, error: str) -> list[Message]:
+        """The messages for a re-ask after ``response`` failed to parse with ``error`` (see ``max_parse_retries``)."""
+        return [
+            *messages,
+            {"role": "assistant", "content": response},
+            {
+                "role": "user",
+                "content": f"Your answer could not be read: {error}\nAnswer again in the required format.",
+            },
+        ]
 
     def parse(self, text: str) -> ParsedAction:
         """Read the env action out of the model's text; never raises on bad text."""
@@ -63,6 +101,27 @@ class Harness:
     def format_response(self, action: str, thought: str = "") -> str:
         """Write ``action`` as a response this harness parses back to ``action`` (oracle backend)."""
         raise NotImplementedError
+
+
+def goal_of(info: Mapping[str, Any], env: Any = None) -> str:
+    """The task instruction as text, from an env's ``info["goal"]`` (a string, or WebShop's goal dict).
+
+    Falls back to ``env.goal`` (or its ``instruction``) when ``info`` has none.
+
+    Example:
+        >>> goal_of({"goal": "Your task is to boil water."})
+        'Your task is to boil water.'
+        >>> goal_of({"goal": {"instruction": "i need a red hat", "asin": "B01"}})
+        'i need a red hat'
+    """
+    goal: Any = info.get("goal")
+    if goal is None and env is not None:
+        goal = getattr(getattr(env, "unwrapped", env), "goal", None)
+    if isinstance(goal, Mapping):
+        goal = goal.get("instruction", "")
+    elif goal is not None and not isinstance(goal, str):
+        goal = getattr(goal, "instruction", goal)
+    return "" if goal is None else str(goal)
 
 
 _REGISTRY: dict[str, Callable[..., Harness]] = {}
@@ -83,5 +142,7 @@ def get_harness(name: str, **kwargs: Any) -> Harness:
     An unknown name is one clear error listing the known ones.
     """
     if name not in _REGISTRY:
-        raise ConfigError(f"unknown harness {name!r}", fix=f"use one of: {', '.join(harness_names()) or '(none)'}")
+        raise ConfigError(
+            f"unknown harness {name!r}", fix=f"use one of: {', '.join(harness_names()) or '(none)'}"
+        )
     return _REGISTRY[name](**kwargs)

@@ -1,0 +1,201 @@
+"""Checkpoints any trainer can trust: HF folders, safetensors optimizer state, JSON trainer state.
+
+A checkpoint is a folder ``RUN/checkpoint-NNNNNN/`` holding
+
+* ``model/`` — ``save_pretrained`` (safetensors) of the policy, plus its tokenizer;
+* ``optimizer.safetensors`` + ``optimizer.json`` — every tensor of the optimizer's state (AdamW's
+  ``exp_avg``/``exp_avg_sq``/``step``) under ``state.<param>.<key>``, and the param groups and
+  non-tensor entries as JSON: no pickle anywhere;
+* ``extra.safetensors`` — optional named tensors (e.g. the EMA teacher's weights);
+* ``trainer_state.json`` — the step, the config, and whatever JSON the trainer adds.
+
+The folder is written under a temporary name and renamed when complete, so a crash never
+leaves a half checkpoint that ``--resume`` would pick up. ``RUN/latest.json`` names the newest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .._io import atomic_write_text
+from ..errors import ConfigError
+
+STATE_FILE = "trainer_state.json"
+LATEST_FILE = "latest.json"
+
+
+def optimizer_to_flat(state: dict[str, Any]) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    """Split ``optimizer.state_dict()`` into named tensors and a JSON-safe rest.
+
+    Example:
+        >>> p = torch.nn.Parameter(torch.ones(2)); opt = torch.optim.AdamW([p], lr=0.1)
+        >>> p.sum().backward(); opt.step()
+        >>> tensors, meta = optimizer_to_flat(opt.state_dict())
+        >>> sorted(tensors), meta["param_groups"][0]["lr"]
+        (['state.0.exp_avg', 'state.0.exp_avg_sq', 'state.0.step'], 0.1)
+    """
+    tensors: dict[str, torch.Tensor] = {}
+    scalars: dict[str, dict[str, Any]] = {}
+    for pid, entry in state["state"].items():
+        for key, value in entry.items():
+            if isinstance(value, torch.Tensor):
+                tensors[f"state.{pid}.{key}"] = value.detach().cpu().contiguous()
+            else:
+                scalars.setdefault(str(pid), {})[key] = value
+    return tensors, {"param_groups": state["param_groups"], "scalars": scalars}
+
+
+def optimizer_from_flat(tensors: dict[str, torch.Tensor], meta: dict[str, Any]) -> dict[str, Any]:
+    """Inverse of :func:`optimizer_to_flat` (a dict ``optimizer.load_state_dict`` accepts)."""
+    state: dict[int, dict[str, Any]] = {}
+    for name, value in tensors.items():
+        _, pid, key = name.split(".", 2)
+        state.setdefault(int(pid), {})[key] = value
+    for pid, entry in meta.get("scalars", {}).items():
+        state.setdefault(int(pid), {}).update(entry)
+    return {"state": state, "param_groups": meta["param_groups"]}
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, (tuple, set)):
+        return list(value)
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"not JSON-serializable: {type(value).__name__}")
+
+
+def save_checkpoint(
+    run_dir: str | Path,
+    step: int,
+    *,
+    model: Any,
+    tokenizer: Any = None,
+    optimizer: torch.optim.Optimizer | None = None,
+    state: dict[str, Any] | None = None,
+    extra_tensors: dict[str, torch.Tensor] | None = None,
+    files: dict[str, str] | None = None,
+    keep: int = 0,
+) -> Path:
+    """Write ``run_dir/checkpoint-{step:06d}`` atomically; keep the newest ``keep`` (0 = all)."""
+    from safetensors.torch import save_file
+
+    run = Path(run_dir)
+    run.mkdir(parents=True, exist_ok=True)
+    final = run / f"checkpoint-{step:06d}"
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=run))
+    try:
+        model.save_pretrained(str(tmp / "model"), safe_serialization=True)
+        if tokenizer is not None:
+            tokenizer.save_pretrained(str(tmp / "model"))
+        if optimizer is not None:
+            tensors, meta = optimizer_to_flat(optimizer.state_dict())
+            save_file(tensors, str(tmp / "optimizer.safetensors"))
+            (tmp / "optimizer.json").write_text(json.dumps(meta, default=_json_default), encoding="utf-8")
+        if extra_tensors:
+            save_file(
+                {k: v.detach().cpu().contiguous() for k, v in extra_tensors.items()},
+                str(tmp / "extra.safetensors"),
+            )
+        for name, text in (files or {}).items():
+            (tmp / name).write_text(text, encoding="utf-8")
+        body = {"step": step, **(state or {})}
+        (tmp / STATE_FILE).write_text(
+            json.dumps(body, indent=1, default=_json_default) + "\n", encoding="utf-8"
+        )
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    atomic_write_text(run / LATEST_FILE, json.dumps({"checkpoint": final.name, "step": step}) + "\n")
+    if keep:
+        for old in sorted(run.glob("checkpoint-*"))[:-keep]:
+            shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def find_checkpoint(path: str | Path) -> Path:
+    """The checkpoint folder ``path`` names: itself, or a run folder's latest.
+
+    One :class:`ConfigError` when there is none.
+    """
+    p = Path(path)
+    if (p / STATE_FILE).is_file():
+        return p
+    latest = p / LATEST_FILE
+    if latest.is_file():
+        try:
+            name = json.loads(latest.read_text(encoding="utf-8"))["checkpoint"]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ConfigError(f"unreadable {LATEST_FILE}: {exc}", where=str(latest)) from exc
+        if (p / name / STATE_FILE).is_file():
+            return p / name
+    found = sorted(c for c in p.glob("checkpoint-*") if (c / STATE_FILE).is_file())
+    if found:
+        return found[-1]
+    raise ConfigError(
+        f"no checkpoint to resume from in {str(p)!r}",
+        fix="pass a run folder written by `xtree train` (it holds checkpoint-*/) or a checkpoint folder",
+    )
+
+
+def read_state(ckpt: str | Path) -> dict[str, Any]:
+    """``trainer_state.json`` of a checkpoint."""
+    path = Path(ckpt) / STATE_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read the trainer state: {exc}", where=str(path)) from exc
+    if not isinstance(data, dict) or "step" not in data:
+        raise ConfigError(
+            "the trainer state has no 'step'", where=str(path), fix="resume from another checkpoint"
+        )
+    return data
+
+
+def load_optimizer(ckpt: str | Path, optimizer: torch.optim.Optimizer) -> None:
+    """Load ``optimizer.safetensors`` + ``optimizer.json`` into ``optimizer`` (no pickle)."""
+    from safetensors.torch import load_file
+
+    ckpt = Path(ckpt)
+    tensors = load_file(str(ckpt / "optimizer.safetensors"))
+    meta = json.loads((ckpt / "optimizer.json").read_text(encoding="utf-8"))
+    optimizer.load_state_dict(optimizer_from_flat(tensors, meta))
+
+
+def load_extra(ckpt: str | Path) -> dict[str, torch.Tensor]:
+    """The checkpoint's named extra tensors (empty when it has none)."""
+    from safetensors.torch import load_file
+
+    path = Path(ckpt) / "extra.safetensors"
+    return load_file(str(path)) if path.is_file() else {}
+
+
+def load_model_weights(model: Any, ckpt: str | Path) -> None:
+    """Copy the checkpoint's policy weights into ``model`` (same architecture)."""
+    from safetensors.torch import load_file
+
+    folder = Path(ckpt) / "model"
+    files = sorted(folder.glob("*.safetensors"))
+    if not files:
+        raise ConfigError("the checkpoint holds no model weights", where=str(folder))
+    weights: dict[str, torch.Tensor] = {}
+    for f in files:
+        weights.update(load_file(str(f)))
+    missing, unexpected = model.load_state_dict(weights, strict=False)
+    tied = set(getattr(model, "_tied_weights_keys", None) or [])
+    missing = [m for m in missing if m not in tied]
+    if missing or unexpected:
+        raise ConfigError(
+            f"checkpoint weights do not fit the model (missing {missing[:3]}, unexpected {unexpected[:3]})",
+            where=str(folder),
+            fix="resume with the same --model as the run that wrote it",
+        )

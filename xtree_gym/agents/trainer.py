@@ -1,0 +1,628 @@
+"""Multi-turn GRPO on Accelerate: rollouts → rewards → advantages → rows → losses → update → log.
+
+Read top to bottom, one optimizer step is (docs/training.md follows it with numbers):
+
+1. **tasks** — ``tasks_per_step`` tasks drawn from ``(seed, step)``; rank r plays every
+   ``world``-th, so a group (one task, ``n`` rollouts) is whole on one rank;
+2. **rollout** — ``n`` identically seeded env copies per task, generation with the live weights
+   (``hf`` backend on each rank) through the harness (:func:`xtree_gym.agents.rollout.rollout`);
+3. **rewards** — outcome − ``invalid_penalty`` · #invalid + shaping (:mod:`.shaping`);
+4. **advantages** — per group: ``(r − mean) / (sample std + 1e-6)``, 0 for a zero-variance group
+   (:mod:`.advantages`), broadcast to every token of the episode's turns;
+5. **rows** — one per turn (or per episode) with the completion tokens masked in (:mod:`.rows`);
+6. **losses** — per token: clipped ratio (ε_low, ε_high) + ``kl_coef`` · k3 KL to the frozen warm
+   start, plus the OPSD term (:mod:`.losses`); weights sum to 1 over the whole step (all
+   micro-batches, all ranks), so accumulating micro-batch gradients gives exactly the step's mean;
+7. **update** — ``accelerator.backward`` per micro-batch (no gradient sync until the last),
+   gradient clipping, AdamW; then the EMA teacher, the in-loop tree, metrics and checkpoints.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..errors import ConfigError
+from . import checkpoint as ckpt
+from .advantages import grouped_advantages
+from .config import GRPOConfig
+from .losses import clipped_policy_loss, k3_kl, loss_weights, opsd_term, token_entropy, token_logps
+from .metrics import MetricsWriter, reduce_sums, safe_div
+from .opsd import TeacherContext, make_card_fn
+from .remine import RolloutBuffer, node_diff, remine
+from .rows import Batch, Row, collate, make_rows, micro_batches, teacher_to_student
+from .shaping import SegCostShaping, StepRewards, plain_rewards, xtree_bonuses, xtree_rewards
+from .tasks import generic_tasks, rank_share, scienceworld_tasks, webshop_goal_indices, webshop_tasks
+from .types import Episode, Generation, GenRequest, TaskSpec
+
+# ----------------------------------------------------------------------------- building blocks
+
+
+def make_accelerator(cpu: bool | None = None) -> Any:
+    """An :class:`accelerate.Accelerator` (CPU when no GPU is visible or ``cpu=True``)."""
+    from accelerate import Accelerator
+
+    if cpu is None:
+        cpu = not torch.cuda.is_available()
+    return Accelerator(cpu=cpu)
+
+
+def resolve_dtype(name: str | None, device: torch.device) -> torch.dtype:
+    """``float32`` on CPU and ``bfloat16`` on GPU unless named.
+
+    Example:
+        >>> resolve_dtype(None, torch.device("cpu")), resolve_dtype("bfloat16", torch.device("cpu"))
+        (torch.float32, torch.bfloat16)
+    """
+    if name is None:
+        return torch.bfloat16 if device.type == "cuda" else torch.float32
+    value = getattr(torch, name, None)
+    if not isinstance(value, torch.dtype):
+        raise ConfigError(f"dtype = {name!r}", fix="use float32, bfloat16 or float16")
+    return value
+
+
+def load_policy(name: str, *, device: torch.device, dtype: torch.dtype, seed: int) -> tuple[Any, Any]:
+    """The trainable policy and its tokenizer (through :func:`xtree_gym.agents.models.load_model`)."""
+    from .models import load_model
+
+    model, tokenizer = load_model(name, device=str(device), dtype=dtype, seed=seed)
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model.config.use_cache = False  # training forwards never need the KV cache
+    return model, tokenizer
+
+
+def frozen_copy(model: Any) -> Any:
+    """A gradient-free copy in eval mode (the KL reference / the EMA teacher)."""
+    twin = copy.deepcopy(model)
+    twin.eval()
+    for p in twin.parameters():
+        p.requires_grad_(False)
+    return twin
+
+
+def sequence_logps(
+    model: Any, batch: Batch, temperature: float, *, entropy: bool = False
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Per-position logprobs of ``batch.labels`` ``[B, L-1]`` (and entropies when asked)."""
+    out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False)
+    logits = out.logits[:, :-1]
+    logp = token_logps(logits, batch.labels, temperature)
+    ent = token_entropy(logits.detach(), temperature) if entropy else None
+    return logp, ent
+
+
+@torch.no_grad()
+def ema_update(ema: Any, model: Any, decay: float) -> None:
+    """``θ̄ ← d·θ̄ + (1 − d)·θ`` parameter by parameter."""
+    for e, p in zip(ema.parameters(), model.parameters()):
+        e.mul_(decay).add_(p.detach().to(e.dtype), alpha=1.0 - decay)
+
+
+class MixedGenerator:
+    """Routes each request by group member: members ``< k`` to ``first``, the rest to ``second``.
+
+    ``oracle_mix`` uses it to put expert rollouts in every group (off-policy guidance), which
+    also gives a random model reward variance to learn from in smoke tests.
+
+    Example:
+        >>> from xtree_gym.agents.types import Generation
+        >>> class G:
+        ...     needs_oracle = False
+        ...     def __init__(self, s): self.s = s
+        ...     def generate(self, reqs): return [Generation(self.s) for _ in reqs]
+        >>> m = MixedGenerator(G("a"), G("b"), k=1)
+        >>> [g.text for g in m.generate([GenRequest([], key=(0, 1, 0)), GenRequest([], key=(0, 0, 0))])]
+        ['b', 'a']
+    """
+
+    name = "mixed"
+
+    def __init__(self, first: Any, second: Any, k: int) -> None:
+        self.first, self.second, self.k = first, second, k
+        self.needs_oracle = bool(first.needs_oracle or second.needs_oracle)
+
+    def generate(self, requests: Sequence[GenRequest]) -> list[Generation]:
+        picks = [len(r.key) > 1 and int(r.key[1]) < self.k for r in requests]
+        out: list[Generation | None] = [None] * len(requests)
+        for flag, gen in ((True, self.first), (False, self.second)):
+            idx = [i for i, p in enumerate(picks) if p == flag]
+            if idx:
+                for i, g in zip(idx, gen.generate([requests[i] for i in idx])):
+                    out[i] = g
+        return [g for g in out if g is not None]
+
+
+# ----------------------------------------------------------------------------- the trainer
+
+
+class GRPOTrainer:
+    """Owns the policy, its reference, the optimizer and the run folder; :meth:`train` runs it."""
+
+    def __init__(
+        self, cfg: GRPOConfig, *, accelerator: Any = None, generator_factory: Callable[..., Any] | None = None
+    ):
+        self.cfg = cfg.resolved()
+        self.acc = accelerator or make_accelerator()
+        self.generator_factory = generator_factory
+        self.run_dir = Path(self.cfg.output_dir)
+        torch.manual_seed(self.cfg.seed)
+        dtype = resolve_dtype(self.cfg.dtype, self.acc.device)
+        model, self.tokenizer = load_policy(
+            self.cfg.model, device=self.acc.device, dtype=dtype, seed=self.cfg.seed
+        )
+        needs_base = self.cfg.kl_coef > 0 or (self.cfg.opsd != "none" and self.cfg.opsd_teacher == "base")
+        self.ref = frozen_copy(model) if needs_base else None
+        self.ema = frozen_copy(model) if self.cfg.opsd != "none" and self.cfg.opsd_teacher == "ema" else None
+        opt = torch.optim.AdamW(model.parameters(), lr=self.cfg.lr, weight_decay=self.cfg.weight_decay)
+        self.model, self.optimizer = self.acc.prepare(model, opt)
+        self.tree = self._load_tree(self.cfg.tree)
+        self.segcost = (
+            SegCostShaping(self.cfg.max_steps or 30, self.cfg.segcost_lam, self.cfg.segcost_buffer)
+            if self.cfg.shaping == "segcost"
+            else None
+        )
+        self.buffer = RolloutBuffer(self.cfg.remine_buffer) if self.cfg.remine_every else None
+        self.teacher = self._teacher_context(usage=self._tree_usage())
+        self._harness_obj: Any = None
+        self.step = 0
+        self.writer = MetricsWriter(
+            self.run_dir, tensorboard=self.cfg.tensorboard, enabled=self.acc.is_main_process
+        )
+        if self.cfg.resume:
+            self.load(ckpt.find_checkpoint(self.cfg.resume))
+
+    # -- set-up helpers --------------------------------------------------------------------
+    def _load_tree(self, path: str | None) -> Any:
+        if not path:
+            return None
+        from ..errors import TreeFormatError
+        from ..formats._records import reading
+        from ..tree import XTree
+
+        with reading(path, TreeFormatError):
+            return XTree.load(path)
+
+    def _tree_usage(self) -> Any:
+        """Node usage over ``tree_corpus`` (the cards' success rates and families), when given."""
+        if not self.cfg.tree_corpus or self.tree is None or self.cfg.opsd == "none":
+            return None
+        from ..corpus import read_corpus
+        from ..render.stats import CorpusUsage
+
+        return CorpusUsage.build(self.tree, read_corpus(self.cfg.tree_corpus).trajectories, self.cfg.domain())
+
+    def _teacher_context(self, usage: Any) -> TeacherContext | None:
+        if self.cfg.opsd == "none":
+            return None
+        card_fn = make_card_fn(
+            self.cfg.opsd, tree=self.tree, domain=self.cfg.domain(), usage=usage, seed=self.cfg.seed
+        )
+        return TeacherContext(card_fn, self.tokenizer)
+
+    @property
+    def harness(self) -> Any:
+        """The harness (built on first use: learning from given episodes needs none)."""
+        if self._harness_obj is None:
+            from .harness import get_harness
+
+            self._harness_obj = get_harness(self.cfg.harness or "")
+        return self._harness_obj
+
+    @property
+    def policy(self) -> Any:
+        """The bare model (not the DDP wrapper): generation and checkpoints use it."""
+        return self.acc.unwrap_model(self.model)
+
+    # -- 1. tasks ------------------------------------------------------------------------------
+    def sample_tasks(self, step: int) -> list[TaskSpec]:
+        """This step's tasks for all ranks (same on every rank)."""
+        cfg, dom = self.cfg, self.cfg.domain()
+        count = cfg.tasks_per_step
+        if dom == "scienceworld":
+            return scienceworld_tasks(count, seed=cfg.seed, step=step, fold=cfg.task_split or "train")
+        if dom == "webshop":
+            if not hasattr(self, "_goals"):
+                self._goals = webshop_goal_indices(cfg.env_kwargs, cfg.task_split or "train")
+            return webshop_tasks(count, seed=cfg.seed, step=step, goals=self._goals)
+        return generic_tasks(str(cfg.env_kwargs.get("task", dom)), count, seed=cfg.seed, step=step)
+
+    # -- 2. rollout ----------------------------------------------------------------------------
+    def make_generator(self, step: int) -> Any:
+        """The generator of this step: live weights, a seed from (seed, step, rank)."""
+        cfg = self.cfg
+        seed = (cfg.seed * 1_000_003 + step) * 64 + self.acc.process_index
+        if self.generator_factory is not None:
+            return self.generator_factory(self, step, seed)
+        from .generation import make_generator
+
+        stop = tuple(getattr(self.harness, "stop", ()) or ())
+        sampling = {"temperature": cfg.temperature, "top_p": cfg.top_p, "max_new_tokens": cfg.max_new_tokens}
+        gen = make_generator(
+            cfg.backend, model=self.policy, tokenizer=self.tokenizer, stop=stop, seed=seed, **sampling
+        )
+        k = round(cfg.oracle_mix * cfg.n)
+        if k > 0:
+            gen = MixedGenerator(make_generator("oracle", tokenizer=self.tokenizer), gen, k)
+        return gen
+
+    def collect(self, tasks: Sequence[TaskSpec], step: int) -> list[Episode]:
+        """Play ``n`` rollouts of each task with the current weights."""
+        from .rollout import rollout
+
+        cfg = self.cfg
+        self.model.eval()
+        try:
+            episodes = rollout(
+                cfg.env,
+                tasks,
+                self.make_generator(step),
+                self.harness,
+                n=cfg.n,
+                tokenizer=self.tokenizer,
+                env_kwargs=dict(cfg.env_kwargs),
+                max_steps=cfg.max_steps,
+                workers=cfg.workers,
+                step_timeout=cfg.step_timeout,
+                episode_timeout=cfg.episode_timeout,
+                seed=cfg.seed + step,
+            )
+        finally:
+            self.model.train()
+        if cfg.domain() == "webshop":
+            self._add_goal_options(episodes, tasks)
+        return episodes
+
+    def _add_goal_options(self, episodes: Sequence[Episode], tasks: Sequence[TaskSpec]) -> None:
+        """WebShop's b_v and card retrieval need the goal's option types: read them off the catalogue."""
+        from ..envs.webshop import load_webshop_data
+
+        kw = self.cfg.env_kwargs
+        goals = load_webshop_data(kw.get("data_dir"), int(kw.get("price_seed", 0))).goals
+        for ep in episodes:
+            idx = tasks[ep.group].reset_options.get("goal_idx")
+            if idx is not None and "goal_options" not in ep.meta:
+                ep.meta["goal_options"] = list(goals[int(idx)].goal_options)
+
+    # -- 3. rewards ----------------------------------------------------------------------------
+    def rewards(self, episodes: Sequence[Episode]) -> StepRewards:
+        """Outcome − invalid penalty + the configured shaping, per episode."""
+        cfg = self.cfg
+        if cfg.shaping == "xtree":
+            bonuses = xtree_bonuses(episodes, self.tree, bonus=cfg.bonus or "depth", matching=cfg.matching)
+            return xtree_rewards(
+                episodes,
+                bonuses,
+                invalid_penalty=cfg.invalid_penalty,
+                lambda0=cfg.lambda0,
+                w_ref=cfg.w_ref or 0.4,
+            )
+        if cfg.shaping == "segcost":
+            assert self.segcost is not None
+            return self.segcost.rewards(episodes, invalid_penalty=cfg.invalid_penalty)
+        return plain_rewards(episodes, invalid_penalty=cfg.invalid_penalty)
+
+    # -- 4-5. advantages and rows ----------------------------------------------------------------
+    def rows(self, episodes: Sequence[Episode], rewards: StepRewards) -> list[Row]:
+        """Group advantages broadcast to each episode's rows; teacher prefixes for OPSD."""
+        adv = grouped_advantages(
+            rewards.rewards, [ep.group for ep in episodes], scale=self.cfg.scale_advantages
+        )
+        rows = make_rows(episodes, adv, self.cfg.rows)
+        if self.teacher is not None:
+            for r in rows:
+                r.teacher_prefix = self.teacher.prefix(episodes[r.episode])
+        return rows
+
+    # -- 6-7. losses and the update --------------------------------------------------------------
+    def _teacher_model(self) -> Any:
+        return {"live": self.policy, "base": self.ref, "ema": self.ema}[self.cfg.opsd_teacher]
+
+    def micro_step(self, rows: Sequence[Row], totals: dict[str, float], sync: bool) -> dict[str, float]:
+        """Forward + backward of one micro-batch; returns its metric sums (token-weighted)."""
+        cfg, dev = self.cfg, self.acc.device
+        pad = int(self.tokenizer.pad_token_id)
+        batch = collate(rows, pad, device=dev)
+        world = self.acc.num_processes  # DDP averages gradients over ranks: undo it, weights sum to 1
+        weights = loss_weights(
+            batch.mask, norm=cfg.loss_norm, total_tokens=totals["tokens"], total_rows=totals["rows"]
+        )
+        weights = weights * world
+        with torch.no_grad():
+            ref_logp = sequence_logps(self.ref, batch, cfg.temperature)[0] if cfg.kl_coef > 0 else None
+            teacher_logp = None
+            if self.teacher is not None:
+                tbatch = collate(rows, pad, prefixes=True, device=dev)
+                raw = sequence_logps(self._teacher_model(), tbatch, cfg.temperature)[0]
+                teacher_logp = teacher_to_student(rows, raw)
+        with nullcontext() if sync else self.acc.no_sync(self.model):
+            logp, ent = sequence_logps(self.model, batch, cfg.temperature, entropy=True)
+            old = logp.detach() if cfg.old_logprobs == "recompute" else batch.old_logprobs
+            pg, clip_frac = clipped_policy_loss(
+                logp,
+                old,
+                batch.advantages,
+                weights,
+                eps_low=cfg.clip_eps_low,
+                eps_high=cfg.clip_eps_high,
+                denom=1.0,
+            )
+            loss = pg
+            kl_tok = k3_kl(logp, ref_logp) if ref_logp is not None else torch.zeros_like(logp)
+            loss = loss + cfg.kl_coef * (kl_tok * weights).sum()
+            opsd = torch.zeros((), device=dev)
+            if teacher_logp is not None:
+                share = len(rows) / max(totals["rows"], 1.0) * world  # opsd_term is a mean over these rows
+                opsd = (
+                    opsd_term(logp, teacher_logp, batch.mask, beta=cfg.opsd_beta or 0.0, c=cfg.opsd_c) * share
+                )
+                loss = loss + opsd
+            self.acc.backward(loss)
+        n_tok = float(batch.mask.sum())
+        assert ent is not None
+        return {
+            "loss": float(loss.detach()) / world,
+            "pg_loss": float(pg.detach()) / world,
+            "opsd": float(opsd.detach()) / world,
+            "kl_sum": float((kl_tok.detach() * batch.mask).sum()),
+            "entropy_sum": float((ent * batch.mask).sum()),
+            "clip_sum": float(clip_frac) * n_tok,
+        }
+
+    def update(self, rows: Sequence[Row]) -> dict[str, float]:
+        """One optimizer step over ``rows`` (this rank's share of the step)."""
+        local = {"tokens": float(sum(r.n_targets for r in rows)), "rows": float(len(rows))}
+        totals = reduce_sums(local, self.acc)
+        if totals["tokens"] == 0:
+            raise ConfigError(
+                "no completion tokens to train on this step", fix="check the generator's output"
+            )
+        if not rows:
+            raise ConfigError(
+                f"rank {self.acc.process_index} has no rows", fix="give every rank at least one task"
+            )
+        sums: dict[str, float] = {}
+        batches = micro_batches(rows, self.cfg.micro_batch_tokens)
+        for i, idx in enumerate(batches):
+            part = self.micro_step([rows[j] for j in idx], totals, sync=i == len(batches) - 1)
+            for k, v in part.items():
+                sums[k] = sums.get(k, 0.0) + v
+        grad_norm = 0.0
+        if self.cfg.max_grad_norm > 0:
+            grad_norm = float(self.acc.clip_grad_norm_(self.model.parameters(), self.cfg.max_grad_norm))
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.ema is not None:
+            ema_update(self.ema, self.policy, self.cfg.opsd_ema)
+        sums["tokens"] = local["tokens"]
+        sums["micro_batches"] = float(len(batches))
+        out = reduce_sums(sums, self.acc)
+        out["grad_norm"] = grad_norm
+        return out
+
+    def learn(self, episodes: Sequence[Episode]) -> dict[str, float]:
+        """Rewards → advantages → rows → update, on this rank's episodes; metric sums over ranks."""
+        rewards = self.rewards(episodes)
+        rows = self.rows(episodes, rewards)
+        stats = self.update(rows)
+        ep = {
+            "episodes": float(len(episodes)),
+            "reward_sum": sum(rewards.rewards),
+            "win_sum": float(sum(rewards.won)),
+            "lambda_sum": sum(rewards.lambdas),
+            "bonus_sum": sum(rewards.bonuses),
+            "invalid_sum": float(sum(rewards.invalid)),
+            "turns": float(sum(len(e.turns) for e in episodes)),
+        }
+        stats.update(reduce_sums(ep, self.acc))
+        return stats
+
+    # -- the loop --------------------------------------------------------------------------------
+    def train_step(self) -> dict[str, Any]:
+        """One full step (1-7) plus re-mining, evaluation and logging; returns the metrics line."""
+        step = self.step + 1
+        t0 = time.perf_counter()
+        tasks = rank_share(self.sample_tasks(step), self.acc.process_index, self.acc.num_processes)
+        episodes = self.collect(tasks, step)
+        t1 = time.perf_counter()
+        stats = self.learn(episodes)
+        t2 = time.perf_counter()
+        self.step = step
+        metrics = summarize(step, stats, rollout_s=t1 - t0, update_s=t2 - t1, lr=self.cfg.lr)
+        if self.buffer is not None:
+            metrics.update(self.observe_and_remine(episodes, step))
+        if self.cfg.eval_every and step % self.cfg.eval_every == 0:
+            metrics["eval_success_rate"] = self.evaluate(step)
+        metrics["seconds"] = time.perf_counter() - t0
+        self.writer.write(metrics)
+        if step % self.cfg.save_every == 0 or step == self.cfg.steps:
+            self.save()
+        return metrics
+
+    def train(self) -> list[dict[str, Any]]:
+        """Run until ``steps``; a resumed trainer continues from its checkpoint's step."""
+        from ..progress import Progress
+
+        self.writer.truncate(self.step)
+        lines = []
+        enabled = self.cfg.progress and self.acc.is_main_process
+        with Progress(total=self.cfg.steps, desc="rlvr", enabled=None if enabled else False) as bar:
+            bar.update(self.step)
+            while self.step < self.cfg.steps:
+                m = self.train_step()
+                lines.append(m)
+                bar.set_description(f"rlvr reward {m['reward']:.3f} win {m['win_rate']:.2f}")
+                bar.update()
+        self.writer.close()
+        return lines
+
+    # -- the in-loop tree and evaluation -------------------------------------------------------
+    def observe_and_remine(self, episodes: Sequence[Episode], step: int) -> dict[str, Any]:
+        """Add every rank's episodes to the FIFO buffer; every ``remine_every`` steps, re-mine."""
+        from accelerate.utils import gather_object
+
+        assert self.buffer is not None
+        mine_ready = [training_record(e) for e in episodes]
+        everyone = gather_object(mine_ready) if self.acc.num_processes > 1 else mine_ready
+        self.buffer.add_records(everyone)
+        if step % self.cfg.remine_every:
+            return {}
+        old = self.tree
+        new = remine(self.buffer, self.miner_config(), name=f"remined-{step}")
+        diff = node_diff(old, new)
+        self.tree = new
+        if self.teacher is not None:  # the cards follow the tree
+            from ..render.stats import CorpusUsage
+
+            usage = CorpusUsage.build(new, self.buffer.trajectories()) if len(new) else None
+            self.teacher = self._teacher_context(usage)
+        return {
+            "nodes": len(new),
+            "nodes_came": diff["came"],
+            "nodes_went": diff["went"],
+            "nodes_stayed": diff["stayed"],
+        }
+
+    def miner_config(self) -> Any:
+        """The re-miner's config: ``miner`` preset, else the starting tree's, else the domain's."""
+        from ..config import MinerConfig
+
+        if self.cfg.miner:
+            return MinerConfig.preset(self.cfg.miner)
+        own = self.tree.miner_config if self.tree is not None else None
+        if own is not None:
+            return own
+        return MinerConfig.preset(self.cfg.domain())
+
+    def evaluate(self, step: int) -> float:
+        """``evaluate`` of "Agents I" on ``eval_tasks`` tasks of the eval fold (main process)."""
+        result = float("nan")
+        if self.acc.is_main_process:
+            from .evaluate import evaluate
+
+            res = evaluate(
+                self.cfg.env,
+                model=self.policy,
+                tokenizer=self.tokenizer,
+                harness=self.cfg.harness,
+                fold=self.cfg.eval_fold,
+                tasks=self.cfg.eval_tasks,
+                n=1,
+                backend="hf",
+                max_steps=self.cfg.max_steps,
+                env_args=dict(self.cfg.env_kwargs),
+                output_dir=str(self.run_dir / f"eval-{step:06d}"),
+            )
+            result = float(res["success_rate"])
+        self.model.train()
+        self.acc.wait_for_everyone()
+        return result
+
+    # -- checkpoints ----------------------------------------------------------------------------
+    def save(self) -> Path | None:
+        """Write ``checkpoint-{step}`` (main process) and wait for every rank."""
+        path = None
+        self.acc.wait_for_everyone()
+        if self.acc.is_main_process:
+            state: dict[str, Any] = {"config": self.cfg.to_dict()}
+            if self.segcost is not None:
+                state["segcost"] = self.segcost.state()
+            files = {}
+            if self.buffer is not None:
+                files["buffer.jsonl"] = "".join(json.dumps(t) + "\n" for t in self.buffer.state())
+            if self.tree is not None:
+                files["tree.json"] = self.tree.to_json()
+            extra = (
+                {f"ema.{k}": v for k, v in self.ema.state_dict().items()} if self.ema is not None else None
+            )
+            path = ckpt.save_checkpoint(
+                self.run_dir,
+                self.step,
+                model=self.policy,
+                tokenizer=self.tokenizer,
+                optimizer=self.optimizer.optimizer
+                if hasattr(self.optimizer, "optimizer")
+                else self.optimizer,
+                state=state,
+                extra_tensors=extra,
+                files=files,
+                keep=self.cfg.keep_checkpoints,
+            )
+        self.acc.wait_for_everyone()
+        return path
+
+    def load(self, path: Path) -> None:
+        """Restore weights, optimizer, EMA teacher, tree, buffers and the step from a checkpoint."""
+        state = ckpt.read_state(path)
+        ckpt.load_model_weights(self.policy, path)
+        inner = self.optimizer.optimizer if hasattr(self.optimizer, "optimizer") else self.optimizer
+        ckpt.load_optimizer(path, inner)
+        if self.ema is not None:
+            extra = ckpt.load_extra(path)
+            self.ema.load_state_dict({k[4:]: v for k, v in extra.items() if k.startswith("ema.")})
+        if self.segcost is not None and "segcost" in state:
+            self.segcost.load_state(state["segcost"])
+        if (path / "tree.json").is_file():
+            self.tree = self._load_tree(str(path / "tree.json"))
+        if self.buffer is not None and (path / "buffer.jsonl").is_file():
+            lines = (path / "buffer.jsonl").read_text(encoding="utf-8").splitlines()
+            self.buffer.load_state([json.loads(x) for x in lines if x.strip()])
+        if self.teacher is not None and self.buffer is not None and self.tree is not None and len(self.tree):
+            from ..render.stats import CorpusUsage
+
+            self.teacher = self._teacher_context(CorpusUsage.build(self.tree, self.buffer.trajectories()))
+        self.step = int(state["step"])
+
+
+def training_record(ep: Episode) -> dict[str, Any]:
+    """The JSON record the re-mining buffer keeps of an episode."""
+    from .remine import training_trajectory
+
+    return training_trajectory(ep).to_dict()
+
+
+def summarize(
+    step: int, s: dict[str, float], *, rollout_s: float, update_s: float, lr: float
+) -> dict[str, Any]:
+    """The metrics line of a step from the summed statistics (contract keys first).
+
+    Example:
+        >>> s = {"episodes": 4, "reward_sum": 2.0, "win_sum": 1, "lambda_sum": 1.5, "bonus_sum": 4.0,
+        ...      "invalid_sum": 2, "turns": 8, "loss": 0.5, "kl_sum": 0.2, "entropy_sum": 20.0, "tokens": 10}
+        >>> m = summarize(3, s, rollout_s=1.0, update_s=1.0, lr=1e-6)
+        >>> m["reward"], m["win_rate"], m["lambda_g"], m["bonus"], m["invalid_rate"], m["kl"], m["entropy"]
+        (0.5, 0.25, 0.375, 1.0, 0.25, 0.02, 2.0)
+    """
+    n, tok = s.get("episodes", 0.0), s.get("tokens", 0.0)
+    return {
+        "step": step,
+        "reward": safe_div(s.get("reward_sum", 0.0), n),
+        "win_rate": safe_div(s.get("win_sum", 0.0), n),
+        "lambda_g": safe_div(s.get("lambda_sum", 0.0), n),
+        "bonus": safe_div(s.get("bonus_sum", 0.0), n),
+        "loss": s.get("loss", 0.0),
+        "kl": safe_div(s.get("kl_sum", 0.0), tok),
+        "entropy": safe_div(s.get("entropy_sum", 0.0), tok),
+        "invalid_rate": safe_div(s.get("invalid_sum", 0.0), s.get("turns", 0.0)),
+        "tokens": int(tok),
+        "seconds": rollout_s + update_s,
+        "pg_loss": s.get("pg_loss", 0.0),
+        "opsd": s.get("opsd", 0.0),
+        "clip_frac": safe_div(s.get("clip_sum", 0.0), tok),
+        "grad_norm": s.get("grad_norm", 0.0),
+        "episodes": int(n),
+        "turns": int(s.get("turns", 0.0)),
+        "micro_batches": int(s.get("micro_batches", 0.0)),
+        "rollout_seconds": rollout_s,
+        "update_seconds": update_s,
+        "update_tokens_per_s": safe_div(tok, update_s),
+        "lr": lr,
+    }
