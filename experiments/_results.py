@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from xtree_gym._io import atomic_write_text
-from xtree_gym.errors import XTreeError
+from xtree_gym.errors import ConfigError, XTreeError
 
 RESULTS_ROOT = Path("results")
 """Where results folders go, relative to the working directory (the repository root)."""
@@ -162,11 +162,14 @@ def experiment_main(
     )
     size.add_argument("--full", action="store_true", help="the documented size (docs/experiments_tables.md)")
     p.add_argument("--out", default=None, help=f"output folder (default results/{name}[_smoke])")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config field (VALUE read as JSON, else a string); base.FIELD sets a "
+                   "trainer field, e.g. --set base.model=/models/Qwen2.5-1.5B-Instruct")  # fmt: skip
     a = p.parse_args(argv)
-    cfg = smoke if a.smoke else full
     out = Path(a.out) if a.out else default_out(name, a.smoke)
     t0 = time.perf_counter()
     try:
+        cfg = apply_overrides(smoke if a.smoke else full, a.set)
         run(cfg, out)
     except XTreeError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -174,6 +177,35 @@ def experiment_main(
     print((out / "table.md").read_text(encoding="utf-8"))
     print(f"wrote {out}/ in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     return 0
+
+
+def apply_overrides(cfg: Any, items: Sequence[str]) -> Any:
+    """``cfg`` with each ``KEY=VALUE`` applied; ``base.FIELD=VALUE`` edits the ``base`` dict field.
+
+    Example:
+        >>> @dataclasses.dataclass(frozen=True)
+        ... class C:
+        ...     steps: int = 1
+        ...     base: dict = dataclasses.field(default_factory=dict)
+        >>> apply_overrides(C(), ["steps=3", "base.model=/m", "base.n=4"])
+        C(steps=3, base={'model': '/m', 'n': 4})
+    """
+    fields = {f.name for f in dataclasses.fields(cfg)}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep:
+            raise ConfigError(f"--set {item!r} has no '='", fix="write --set KEY=VALUE")
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        top, _, sub = key.partition(".")
+        if top not in fields or (sub and not isinstance(getattr(cfg, top), dict)):
+            raise ConfigError(f"--set {key!r}: no such config field", fix=f"use one of {sorted(fields)}")
+        if isinstance(value, list) and isinstance(getattr(cfg, top), tuple):
+            value = tuple(value)
+        cfg = dataclasses.replace(cfg, **{top: {**getattr(cfg, top), sub: value} if sub else value})
+    return cfg
 
 
 def provenance(cfg: Any, t0: float) -> dict[str, Any]:
