@@ -26,6 +26,7 @@ _PLUGIN_MODULES = (
     "xtree_gym.render.cli",
     "xtree_gym.mdl_cli",
     "xtree_gym.agents.train_cli",
+    "xtree_gym.agents.sft_cli",
 )
 
 

@@ -450,6 +450,43 @@ def node_completion_reward(
     return (1.0 - alpha) * k / len(gold) + alpha * (1.0 + gamma * depth) * complete
 
 
+NODE_REWARDS = ("hier", "plain", "outcome")
+"""Offline node-RL rewards (Tables 1-2's reward controls): Eq. 2, its step share alone, the binary outcome."""
+
+
+def node_reward(
+    actions: Sequence[str],
+    gold: Sequence[str],
+    depth: int,
+    mode: str = "hier",
+    alpha: float = ALPHA,
+    gamma: float = GAMMA,
+) -> float:
+    """The reward of one node rollout under ``mode``.
+
+    ``hier`` is Eq. 2 (:func:`node_completion_reward`); ``plain`` keeps only the step-matching
+    share ``matched/ℓ_v`` (no completion bonus, no depth factor: the flat reward of "plain mixing");
+    ``outcome`` is the binary ``c_v`` (1 only when every gold step was reproduced).
+
+    Example:
+        >>> gold = ["fill from", "fill to", "apply"]
+        >>> [round(node_reward(["fill from", "apply"], gold, 2, m), 4) for m in NODE_REWARDS]
+        [0.2333, 0.3333, 0.0]
+        >>> [round(node_reward(gold, gold, 2, m), 4) for m in NODE_REWARDS]
+        [1.3, 1.0, 1.0]
+    """
+    if mode == "hier":
+        return node_completion_reward(actions, gold, depth, alpha, gamma)
+    if not gold:
+        raise ConfigError("the gold node has no steps", fix="pass the node's gold actions (ℓ_v >= 1)")
+    k = matched_steps(actions, gold)
+    if mode == "plain":
+        return k / len(gold)
+    if mode == "outcome":
+        return 1.0 if k == len(gold) else 0.0
+    raise ConfigError(f"node reward {mode!r}", fix=f"use one of {list(NODE_REWARDS)}")
+
+
 # ----------------------------------------------------------------------------- trainer adapters
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import ConfigError
 
-TRAIN_MODULES: tuple[str, ...] = ("xtree_gym.agents.train_cli",)
+TRAIN_MODULES: tuple[str, ...] = ("xtree_gym.agents.train_cli", "xtree_gym.agents.sft_offline_cli")
 """Modules adding ``xtree train`` methods (each defines ``register_train(train_sub)``)."""
 
 RECIPE_DIR = Path(__file__).parent / "recipes"

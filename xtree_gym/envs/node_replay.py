@@ -6,7 +6,9 @@ answered) ending with the current gold observation. An action that equals the re
 (thought excluded, whitespace normalized) gets the recorded next observation and the rollout goes
 on; any other action ends it -- the env never invents an observation for a state the gold trajectory
 does not contain. The last step pays Eq. 2 (:func:`~xtree_gym.rewards.node_completion_reward`):
-``(1 − α)·matched/ℓ_v + α·(1 + γ·d_v)·c_v``; earlier steps pay 0.
+``(1 − α)·matched/ℓ_v + α·(1 + γ·d_v)·c_v``; earlier steps pay 0. ``reward="plain"`` pays the
+step share alone and ``"outcome"`` the binary ``c_v`` (the reward controls of
+:func:`~xtree_gym.rewards.node_reward`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from gymnasium import spaces
 from ..canon import catch_all, get_canonicalizer
 from ..errors import EnvConfigError
 from ..instances import KINDS, NodeInstance, make_instances, read_instances
-from ..rewards import ALPHA, GAMMA, node_completion_reward, normalize_action
+from ..rewards import ALPHA, GAMMA, NODE_REWARDS, node_reward, normalize_action
 
 _TEXT = spaces.Text(max_length=1 << 20, charset=string.printable)
 
@@ -122,6 +124,7 @@ class NodeReplayEnv(gym.Env[str, str]):
         domain: str | None = None,
         alpha: float = ALPHA,
         gamma: float = GAMMA,
+        reward: str = "hier",
         order: str = "random",
         obs_mode: str = "full",
         seed: int = 0,
@@ -135,6 +138,9 @@ class NodeReplayEnv(gym.Env[str, str]):
             raise EnvConfigError(f"obs_mode={obs_mode!r}", fix="use 'full' or 'last'")
         if not 0.0 <= alpha <= 1.0:
             raise EnvConfigError(f"alpha={alpha!r}", fix="use a weight in [0, 1] (0.3 in the paper)")
+        if reward not in NODE_REWARDS:
+            raise EnvConfigError(f"reward={reward!r}", fix=f"use one of {list(NODE_REWARDS)}")
+        self.reward_mode = reward
         self.instances = _load_instances(corpus, tree, instances, kind, domain, seed)
         if not self.instances:
             raise EnvConfigError(
@@ -222,8 +228,8 @@ class NodeReplayEnv(gym.Env[str, str]):
         reward = 0.0
         if terminated:
             self._done = True
-            reward = node_completion_reward(
-                self._actions, inst.gold_actions, inst.depth, self.alpha, self.gamma
+            reward = node_reward(
+                self._actions, inst.gold_actions, inst.depth, self.reward_mode, self.alpha, self.gamma
             )
         shown = j + 1 if ok else j  # gold steps whose observation the policy has seen
         obs = render_history(inst, shown) if self.obs_mode == "full" else _current_observation(inst, shown)

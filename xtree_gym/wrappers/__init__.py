@@ -3,6 +3,7 @@
 * :mod:`xtree_gym.wrappers.reward` -- reward shaping from an X-Tree: :class:`XTreeBonus` (Eq. 3 skill bonus),
   :class:`InvalidActionPenalty`.
 * :mod:`xtree_gym.wrappers.mdl` -- ReuseRL's segmentation-cost penalty: :class:`SegCost`.
+* :mod:`xtree_gym.wrappers.macro` -- the node-level test-time protocol (App. D): :class:`MacroAction`.
 
 Imports are lazy so ``import xtree_gym.wrappers`` does not need gymnasium.
 """
@@ -15,6 +16,7 @@ _LAZY = {
     "XTreeBonus": "xtree_gym.wrappers.reward",
     "InvalidActionPenalty": "xtree_gym.wrappers.reward",
     "SegCost": "xtree_gym.wrappers.mdl",
+    "MacroAction": "xtree_gym.wrappers.macro",
 }
 
 __all__ = sorted(_LAZY)

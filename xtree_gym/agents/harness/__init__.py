@@ -3,7 +3,7 @@
 Importing this package registers ``rlvmr``, ``verl-agent``, ``react``, ``browsergym`` and ``node``.
 """
 
-from . import browsergym, node, react, rlvmr, verl_agent  # noqa: F401 - importing a protocol module registers it
+from . import browsergym, node, react, replay, rlvmr, verl_agent  # noqa: F401 - importing a protocol module registers it
 from .base import Harness, HarnessState, get_harness, goal_of, harness_names, register_harness
 
 __all__ = ["Harness", "HarnessState", "get_harness", "goal_of", "harness_names", "register_harness"]

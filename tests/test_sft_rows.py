@@ -1,0 +1,202 @@
+"""SFT rows (App. D): a 5-step trajectory with a known tiling, checked by hand; masks; span control; CLI."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any, ClassVar
+
+import numpy as np
+import pytest
+
+from xtree_gym.agents.harness.base import Harness, HarnessState, register_harness
+from xtree_gym.agents.sft_rows import (
+    build_rows,
+    read_rows,
+    span_segments,
+    summarize,
+    tiling_segments,
+    write_rows,
+)
+from xtree_gym.config import MinerConfig
+from xtree_gym.corpus import Step, Trajectory, write_corpus
+from xtree_gym.errors import ConfigError
+from xtree_gym.mining import mine
+
+ACTIONS = ["open door", "go to hallway", "look around", "open door", "go to hallway"]
+TOKENS = ["open<door>", "navigate<hallway>", "observe<room>", "open<door>", "navigate<hallway>"]
+OBS = ["The door is open.", "You are in the hallway.", "A hallway.", "The door is open.", "Another hall."]
+
+
+class LineHarness(Harness):
+    """A plain, fully visible prompt so the rows can be read by hand (the wording under test is the rows')."""
+
+    name: ClassVar[str] = "line-test"
+
+    def render(self, state: HarnessState) -> list[dict[str, str]]:
+        hist = " | ".join(f"{a} => {o}" for a, o in state.history)
+        return [{"role": "user", "content": f"goal: {state.goal} history: {hist} now: {state.observation}"}]
+
+    def parse(self, text: str) -> Any:
+        raise NotImplementedError
+
+    def format_response(self, action: str, thought: str = "") -> str:
+        return f"<action>{action}</action>"
+
+
+register_harness("line-test", LineHarness)
+
+
+def _traj(i: int = 0) -> Trajectory:
+    steps = [Step(a, observation=o, token=t) for a, o, t in zip(ACTIONS, OBS, TOKENS)]
+    return Trajectory(f"t{i}", steps, True, env="toy", task="walk", goal="reach the hall",
+                      extra={"initial_observation": "A room."})  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def tree():
+    """One merge: S0 = open<door> navigate<hallway> (occurs twice in each of the 6 copies)."""
+    t = mine([_traj(i) for i in range(6)], MinerConfig(min_freq=3, eta=0.5, cap=1, min_task_types=1))
+    assert [n.expansion for n in t] == [("open<door>", "navigate<hallway>")]
+    return t
+
+
+class WordTokenizer:
+    """A real ``tokenizers`` word-level tokenizer with a ChatML template: one word, one id, readable by hand."""
+
+    def __init__(self, texts: list[str]):
+        from tokenizers import Tokenizer, models, pre_tokenizers
+        from transformers import PreTrainedTokenizerFast
+
+        specials = ["<unk>", "<|im_start|>", "<|im_end|>"]
+        words = sorted({w for t in texts for w in t.split()} | {"user", "assistant"})
+        vocab = {w: i for i, w in enumerate(specials + words)}
+        tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+        tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+        self.hf = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", eos_token="<|im_end|>")
+        self.hf.add_special_tokens({"additional_special_tokens": specials[1:]})
+        self.hf.chat_template = (
+            "{% for m in messages %}<|im_start|> {{ m['role'] }} {{ m['content'] }} <|im_end|> {% endfor %}"
+            "{% if add_generation_prompt %}<|im_start|> assistant {% endif %}"
+        )
+
+
+def test_tiling_of_the_hand_trajectory(tree):
+    assert tiling_segments(tree, TOKENS) == [(0, 2, "S0"), (2, 3, ""), (3, 5, "S0")]
+
+
+def test_node_rows_by_hand(tree):
+    rows = build_rows([_traj()], "node", tree=tree, harness="line-test", domain="scienceworld")
+    assert [(r.start, r.end, r.node) for r in rows] == [(0, 2, "S0"), (2, 3, ""), (3, 5, "S0")]
+    assert [r.id for r in rows] == ["t0@0:2#node", "t0@2:3#node", "t0@3:5#node"]
+    # the context once per node; the history is node level: joined actions + the observation after the last
+    assert rows[0].messages == [{"role": "user", "content": "goal: reach the hall history:  now: A room."}]
+    assert rows[1].messages[0]["content"] == (
+        "goal: reach the hall history: open door; go to hallway => You are in the hallway. now: You are in the hallway."
+    )
+    assert rows[2].messages[0]["content"] == (
+        "goal: reach the hall history: open door; go to hallway => You are in the hallway. | "
+        "look around => A hallway. now: A hallway."
+    )
+    # target: a <planning> block (the glosses: the corpus has no thoughts) and one <action> per primitive
+    assert rows[0].target == (
+        "<planning>open the door to the next room, then go to the hallway</planning>\n"
+        "<action>open door</action>\n<action>go to hallway</action>"
+    )
+    assert rows[1].target == "<planning>look around the room</planning>\n<action>look around</action>"
+    assert [r.actions for r in rows] == [ACTIONS[0:2], ACTIONS[2:3], ACTIONS[3:5]]
+
+
+def test_standard_rows_by_hand():
+    rows = build_rows([_traj()], "standard", harness="line-test")
+    assert [(r.start, r.end) for r in rows] == [(i, i + 1) for i in range(5)]
+    assert [r.target for r in rows] == [f"<action>{a}</action>" for a in ACTIONS]
+    assert rows[2].messages[0]["content"] == (
+        "goal: reach the hall history: open door => The door is open. | go to hallway => You are in the hallway. "
+        "now: You are in the hallway."
+    )
+
+
+def test_loss_mask_covers_the_targets_only(tree):
+    kw: dict[str, Any] = {"tree": tree, "harness": "line-test", "domain": "scienceworld"}
+    rows = build_rows([_traj()], "node", **kw)
+    texts = [m["content"] for r in rows for m in r.messages] + [r.target for r in rows]
+    tok = WordTokenizer(texts).hf
+    rows = build_rows([_traj()], "node", tokenizer=tok, **kw)
+    r = rows[1]
+    words = tok.convert_ids_to_tokens(r.input_ids)
+    prompt = [w for w, m in zip(words, r.loss_mask) if m == 0]
+    target = [w for w, m in zip(words, r.loss_mask) if m == 1]
+    assert prompt == ["<|im_start|>", "user", "goal:", "reach", "the", "hall", "history:", "open", "door;", "go",
+                      "to", "hallway", "=>", "You", "are", "in", "the", "hallway.", "now:", "You", "are", "in",
+                      "the", "hallway.", "<|im_end|>", "<|im_start|>", "assistant"]  # fmt: skip
+    # the target is the assistant turn: its words and the end-of-turn token the model must learn to emit
+    assert target == ["<planning>look", "around", "the", "room</planning>", "<action>look", "around</action>",
+                      "<|im_end|>"]  # fmt: skip
+    assert r.loss_mask == [0] * len(prompt) + [1] * len(target)  # prompt first, then only target
+    s = summarize(rows)
+    n_tokens = sum(len(x.input_ids or []) for x in rows)
+    assert s["rows"] == 3 and s["supervised_actions"] == 5 and s["tokens"] == n_tokens
+    assert s["tokens_per_action"] == round(n_tokens / 5, 2)
+    standard = build_rows([_traj()], "standard", harness="line-test", tokenizer=WordTokenizer(
+        texts + [m["content"] for x in build_rows([_traj()], "standard", harness="line-test") for m in x.messages]
+    ).hf)  # fmt: skip
+    assert summarize(standard)["supervised_actions"] == 5
+
+
+def test_span_rows_cut_the_same_stream_with_the_node_lengths(tree):
+    trajs = [_traj(i) for i in range(20)]
+    node = build_rows(trajs, "node", tree=tree, harness="line-test")
+    span = build_rows(trajs, "span", tree=tree, harness="line-test", seed=3)
+    assert sorted(r.n_actions for r in span) == sorted(r.n_actions for r in node)  # length-matched
+    for i in range(20):
+        cuts = [(r.start, r.end) for r in span if r.trajectory_id == f"t{i}"]
+        assert cuts[0][0] == 0 and cuts[-1][1] == 5
+        assert all(
+            a[1] == b[0] for a, b in itertools.pairwise(cuts)
+        )  # contiguous: the identical action stream
+        assert [a for r in span if r.trajectory_id == f"t{i}" for a in r.actions] == ACTIONS
+    assert {r.node for r in span} == {""}
+    cut_sets = {tuple((r.start, r.end) for r in span if r.trajectory_id == f"t{i}") for i in range(20)}
+    assert len(cut_sets) > 1  # the cuts are random, not the tiling
+    again = build_rows(trajs, "span", tree=tree, harness="line-test", seed=3)
+    assert [r.to_dict() for r in again] == [r.to_dict() for r in span]  # seeded
+
+
+def test_span_segments_is_a_permutation():
+    rng = np.random.default_rng(0)
+    segs = span_segments([4, 1, 2], rng)
+    assert sorted(e - s for s, e, _ in segs) == [1, 2, 4] and segs[-1][1] == 7
+
+
+def test_bad_input_is_one_clear_error(tree, tmp_path):
+    with pytest.raises(ConfigError, match="needs a tree"):
+        build_rows([_traj()], "node", harness="line-test")
+    with pytest.raises(ConfigError, match="unknown row format"):
+        build_rows([_traj()], "nodes", tree=tree, harness="line-test")
+    with pytest.raises(ConfigError, match="unknown harness"):
+        build_rows([_traj()], "standard", harness="no-such-harness")
+    bad = tmp_path / "rows.jsonl"
+    bad.write_text('{"id": "x"}\n')
+    with pytest.raises(Exception, match=r"rows.jsonl:1"):
+        read_rows(bad)
+
+
+def test_rows_round_trip_and_cli(tree, tmp_path, capsys):
+    from xtree_gym.cli import main
+
+    rows = build_rows([_traj()], "node", tree=tree, harness="line-test")
+    write_rows(tmp_path / "r.jsonl", rows)
+    assert [r.to_dict() for r in read_rows(tmp_path / "r.jsonl")] == [r.to_dict() for r in rows]
+    write_corpus(tmp_path / "c.jsonl", [_traj(i) for i in range(3)])
+    tree.save(tmp_path / "tree.json")
+    out = tmp_path / "rows.jsonl"
+    argv = ["sft-rows", str(tmp_path / "c.jsonl"), "--tree", str(tmp_path / "tree.json"), "--format", "node"]
+    assert main([*argv, "--harness", "line-test", "-o", str(out)]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary == {"rows": 9, "supervised_actions": 15, "tokens": None, "tokens_per_action": None}
+    assert len(out.read_text().splitlines()) == 9
+    assert (
+        main([*argv, "--harness", "line-test", "-o", str(tmp_path / "c.jsonl")]) == 1
+    )  # never overwrite input
+    assert "input" in capsys.readouterr().err

@@ -1,0 +1,66 @@
+"""``xtree sft-rows``: a gold corpus as SFT rows (standard / node / span), one JSON summary line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+
+
+def register_cli(sub: Any, collect_sub: Any) -> None:
+    p = sub.add_parser("sft-rows", help="build SFT rows (standard, node-per-row or span) from a corpus")
+    p.add_argument("corpus", nargs="+", help="corpus JSONL file(s) (gold trajectories)")
+    p.add_argument("--tree", help="tree file (from `xtree mine`); needed for --format node and span")
+    p.add_argument(
+        "--format", required=True, choices=["standard", "node", "span"], help="row format (App. D)"
+    )
+    p.add_argument(
+        "--harness", help="prompt protocol (default: rlvmr on ScienceWorld for standard, node otherwise)"
+    )
+    p.add_argument("--tokenizer", help="model name or HF folder whose tokenizer fills input_ids / loss_mask")
+    p.add_argument("--domain", help="canonicalizer for steps without a 'token' (e.g. scienceworld)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the span format's random cuts")
+    p.add_argument("-o", "--output", required=True, help="rows file to write (JSONL)")
+    p.set_defaults(func=cmd_sft_rows)
+
+
+def load_tokenizer(name: str) -> Any:
+    """A tokenizer by model name (``smollm2``, ``tiny-random``) or HF folder, through the models room."""
+    from .models import load_tokenizer as _load
+
+    return _load(name)
+
+
+def refuse_overwrite(output: str, inputs: list[str]) -> None:
+    """One clear error when ``output`` is one of the input files (an input is never overwritten)."""
+    out = Path(output).resolve()
+    for p in inputs:
+        if Path(p).resolve() == out:
+            raise ConfigError(f"-o {output!r} is an input file", fix="write the rows to a new file")
+
+
+def cmd_sft_rows(args: argparse.Namespace) -> int:
+    from ..corpus import read_corpus
+    from ..tree import XTree
+    from .sft_rows import build_rows, summarize, write_rows
+
+    refuse_overwrite(args.output, [*args.corpus, *([args.tree] if args.tree else [])])
+    corpus = read_corpus(args.corpus)
+    tree = XTree.load(args.tree) if args.tree else None
+    tokenizer = load_tokenizer(args.tokenizer) if args.tokenizer else None
+    rows = build_rows(
+        corpus.trajectories,
+        args.format,
+        tree=tree,
+        harness=args.harness,
+        domain=args.domain,
+        tokenizer=tokenizer,
+        seed=args.seed,
+        progress=None,
+    )
+    write_rows(args.output, rows)
+    print(json.dumps(summarize(rows)))
+    return 0
