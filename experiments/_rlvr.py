@@ -65,7 +65,10 @@ def with_webshop_data(base: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def run_one(base: Mapping[str, Any], arm: Mapping[str, Any], seed: int, run_dir: Path) -> dict[str, Any]:
-    """Train one (arm, seed); returns its metrics lines (the :data:`KEEP` keys) and wall seconds."""
+    """Train one (arm, seed); returns its metrics lines (the :data:`KEEP` keys) and wall seconds.
+
+    A config with a ``corpus`` field is offline node RL (``OfflineTrainer`` on node instances).
+    """
     from xtree_gym.agents.config import GRPOConfig
     from xtree_gym.agents.trainer import GRPOTrainer
 
@@ -73,7 +76,12 @@ def run_one(base: Mapping[str, Any], arm: Mapping[str, Any], seed: int, run_dir:
     fields.setdefault("progress", False)
     fields.setdefault("tensorboard", False)
     t0 = time.perf_counter()
-    trainer = GRPOTrainer(GRPOConfig(**fields))
+    if "corpus" in fields:
+        from xtree_gym.agents.offline import OfflineConfig, OfflineTrainer
+
+        trainer: Any = OfflineTrainer(OfflineConfig(**fields))
+    else:
+        trainer = GRPOTrainer(GRPOConfig(**fields))
     lines = trainer.train()
     return {
         "seed": seed,
