@@ -7,13 +7,16 @@ simulator, the browser, small corpora); every fixture they define is made visibl
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
+SHARED = Path(
+    os.environ.get("XTREE_SHARED_DIR") or ROOT.parent / "shared"
+)  # a worktree points it at ../shared
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

@@ -164,3 +164,15 @@ def test_vllm_adapter_contract():
     for out in outs:
         assert len(out.completion_ids) == len(out.logprobs) > 0
         assert all(lp <= 0 for lp in out.logprobs)
+
+
+def test_an_hf_folder_loads_offline(tiny, tmp_path):
+    model, tok = tiny
+    model.save_pretrained(tmp_path, safe_serialization=True)
+    tok.save_pretrained(tmp_path)
+    assert (tmp_path / "model.safetensors").is_file()
+    again, tok2 = load_model(str(tmp_path))
+    ids = torch.tensor([tok.encode("look around")])
+    with torch.no_grad():
+        assert torch.allclose(model(ids).logits, again(ids).logits)
+    assert tok2.decode(tok2.encode("click[buy now]", add_special_tokens=False)) == "click[buy now]"

@@ -80,6 +80,10 @@ def test_registered_names_and_step_limits():
     assert get_harness("verl-agent").needs_valid_actions and not get_harness("rlvmr").needs_valid_actions
     with pytest.raises(ConfigError, match="unknown harness 'nope'"):
         get_harness("nope")
+    with pytest.raises(ConfigError, match="harness 'rlvmr' has no option 'advise'"):
+        get_harness("rlvmr", advise="tree.json")
+    with pytest.raises(ConfigError, match="history_length=-1"):
+        get_harness("node", history_length=-1)
 
 
 def test_rlvmr_golden_prompt():
@@ -406,3 +410,43 @@ def test_every_harness_takes_advice_and_templates(name, tmp_path):
     path = tmp_path / "t.json"
     path.write_text(json.dumps({field: "REPLACED"}))
     assert get_harness(name, template=path).words[field] == "REPLACED"
+
+
+def test_advice_on_scienceworld_tracks_the_chain_in_progress():
+    """rlvmr and node with the ScienceWorld tree: the hint follows the canonical tokens of the steps taken."""
+    goal = (
+        "Your task is to measure the temperature of unknown substance B, which is located around the bedroom."
+    )
+    kwargs = {"advice": DATA / "sw_tree.json", "advice_corpus": DATA / "sw_corpus.jsonl"}
+    state = HarnessState(
+        goal=goal,
+        observation="You move to the hallway.",
+        history=[
+            ("open door to hallway", "The door is now open."),
+            ("go to hallway", "You move to the hallway."),
+        ],
+        tokens=["open<door>", "navigate<hallway>"],
+        info={"action_templates": ["open OBJ"], "objects": ["door"]},
+    )
+    for harness in (
+        get_harness("rlvmr", **kwargs),
+        get_harness("node", advice_domain="scienceworld", **kwargs),
+    ):
+        text = harness.render(state)[-1]["content"]
+        assert "Advice: chains that recur in similar tasks" in text
+        assert "open<door> -> navigate<hallway> -> open<door>" in text
+        assert "Now: your last 2 step(s) match chain" in text
+    fresh = HarnessState(goal=goal, observation="o", info={"action_templates": [], "objects": []})
+    assert "Now:" not in get_harness("rlvmr", **kwargs).render(fresh)[0]["content"]
+
+
+def test_yaml_template(tmp_path):
+    pytest.importorskip("yaml")
+    path = tmp_path / "t.yaml"
+    path.write_text("system: |-\n  Shop carefully.\nobservation: 'Page: {observation}'\n")
+    msgs = get_harness("react", template=path).render(HarnessState(goal="g", observation="p1"))
+    assert msgs == [{"role": "system", "content": "Shop carefully."}, {"role": "user", "content": "Page: p1"}]
+    bad = tmp_path / "bad.yml"
+    bad.write_text("system: [unclosed\n")
+    with pytest.raises(ConfigError, match="bad YAML"):
+        get_harness("react", template=bad)

@@ -11,23 +11,22 @@ from xtree_gym.errors import EnvConfigError
 
 def _play(env, harness, obs, info, max_steps):
     """Oracle -> format_response -> render/parse -> env.step, as the rollout does; returns (info, steps)."""
-    state = HarnessState(goal=goal_of(info, env), observation=obs, initial_observation=obs)
-    state.info = {**info, **harness.env_view(env)}
-    state.valid_actions = harness.valid_actions(env)
+    view, valid = harness.look(env)
+    state = HarnessState.start(goal_of(info, env), obs, info, view, valid)
     steps = 0
     for _ in range(max_steps):
         assert harness.render(state)[-1]["content"]  # the prompt renders at every turn
         action = oracle_action(env)
         if action is None:
             break
-        parsed = harness.parse(harness.format_response(action, "following the reference policy"))
+        response = harness.format_response(action, "following the reference policy")
+        parsed = harness.parse(response)
         assert parsed.action == action
         obs, _, terminated, truncated, info = env.step(parsed.action)
         steps += 1
-        state.history.append((parsed.action, obs))
-        state.observation = obs
-        state.info = {**info, **harness.env_view(env)}
-        state.valid_actions = harness.valid_actions(env)
+        view, valid = harness.look(env)
+        state.advance(parsed.action, obs, info, response=response, view=view, valid_actions=valid)
+        assert state.tokens[-1] == info["xtree"]["token"]
         if terminated or truncated:
             break
     return info, steps

@@ -200,3 +200,65 @@ def test_bad_arguments_are_one_clear_error():
         rollout(ECHO_ENV, [TaskSpec("e")], gen, EchoHarness(), n=0)
     with pytest.raises(XTreeError, match="unknown env id"):
         rollout("XTree-Nope-v0", [TaskSpec("e")], ScriptedGenerator(["x"]), EchoHarness())
+
+
+def test_valid_actions_are_fetched_only_when_the_harness_lists_them():
+    from xtree_gym.agents.testing import EchoEnv
+
+    seen = []
+
+    class Listing(EchoHarness):
+        needs_valid_actions = True
+
+        def render(self, state):
+            seen.append(state.valid_actions)
+            return super().render(state)
+
+    gen = ScriptedGenerator(["<action>hi</action>"], cycle=True)
+    before = EchoEnv.valid_calls
+    rollout(ECHO_ENV, [TaskSpec("e")], gen, EchoHarness(), max_steps=3)
+    assert EchoEnv.valid_calls == before
+    rollout(ECHO_ENV, [TaskSpec("e")], gen, Listing(), max_steps=3)
+    assert EchoEnv.valid_calls == before + 3 and seen == [["win", "wait"]] * 3
+
+
+def test_tiny_random_rollouts_repeat_under_the_same_seed():
+    pytest.importorskip("transformers", reason="the train extra is not installed")
+    from xtree_gym.agents.generation import HFGenerator
+    from xtree_gym.agents.models import load_model
+
+    model, tok = load_model("tiny-random")
+    model.train()  # a trainer's live model: sampling must not use dropout, and the mode comes back
+
+    def run(seed):
+        gen = HFGenerator(model, tok, temperature=1.0, max_new_tokens=8, seed=seed)
+        eps = rollout(ECHO_ENV, [TaskSpec("e", seed=1)], gen, EchoHarness(), n=2, tokenizer=tok, max_steps=2)
+        return [[(t.completion_ids, t.logprobs) for t in e.turns] for e in eps]
+
+    a = run(0)
+    assert model.training
+    assert a == run(0) and a != run(1)
+    assert a[0] != a[1]  # members of a group sample independently
+
+
+def test_node_harness_runs_every_action_tag_in_one_turn():
+    from xtree_gym.agents.harness import get_harness
+
+    text = "<planning>greet, then win</planning><action>hi</action><action>win</action><action>never</action>"
+    (ep,) = rollout(ECHO_ENV, [TaskSpec("e")], ScriptedGenerator([text]), get_harness("node"))
+    (turn,) = ep.turns
+    assert ep.success and ep.terminated and turn.action == "hi; win; never" and turn.reward == 1.0
+    assert turn.observation == "You said: win" and turn.token is None  # the episode ended after the 2nd
+    assert [(p["action"], p["token"]) for p in turn.info["primitives"]] == [
+        ("hi", "say<word>"),
+        ("win", "say<magic>"),
+    ]
+    # the budget counts env actions: a 3-action turn with 2 left runs 2
+    (ep,) = rollout(
+        ECHO_ENV,
+        [TaskSpec("e")],
+        ScriptedGenerator([text.replace("win", "wait")]),
+        get_harness("node"),
+        max_steps=2,
+    )
+    assert len(ep.turns) == 1 and len(ep.turns[0].info["primitives"]) == 2 and ep.truncated

@@ -27,6 +27,7 @@ _PLUGIN_MODULES = (
     "xtree_gym.mdl_cli",
     "xtree_gym.agents.train_cli",
     "xtree_gym.agents.sft_cli",
+    "xtree_gym.agents.cli",
 )
 
 

@@ -59,7 +59,9 @@ class Progress:
             frac = min(1.0, self.n / self.total)
             filled = int(frac * 24)
             bar = "#" * filled + "-" * (24 - filled)
-            line = f"\r{self.desc} [{bar}] {self.n}/{self.total} {frac:4.0%} {elapsed:5.1f}s {rate:,.0f}/s"
+            eta = f" ETA {(self.total - self.n) / rate:.0f}s" if rate > 0 and self.n < self.total else ""
+            speed = f"{rate:,.0f}/s" if rate >= 10 else f"{rate:.2f}/s"  # episodes run slower than 1/s
+            line = f"\r{self.desc} [{bar}] {self.n}/{self.total} {frac:4.0%} {elapsed:5.1f}s {speed}{eta}"
         else:
             line = f"\r{self.desc} {self.n} {elapsed:5.1f}s {rate:,.0f}/s"
         sys.stderr.write(line)

@@ -99,8 +99,8 @@ class EnvHolder:
         self.env: Any = None
 
     def _extras(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"view": jsonable(self.harness.env_view(self.env))}
-        valid = self.harness.valid_actions(self.env)
+        view, valid = self.harness.look(self.env)
+        out: dict[str, Any] = {"view": jsonable(view)}
         out["valid"] = None if valid is None else [str(a) for a in valid]
         if self.oracle:
             from .oracle import oracle_action
@@ -144,7 +144,7 @@ class EnvHolder:
             if done:
                 break
         out: dict[str, Any] = {"steps": steps}
-        if not done:
+        if not done and len(steps) < budget:  # at the step cap the rollout ends it: nothing more to read
             out.update(self._extras())
         return out
 

@@ -235,12 +235,17 @@ class HFGenerator:
         order = sorted(range(len(requests)), key=lambda i: -len(requests[i].prompt_ids))
         results: dict[int, Generation] = {}
         devices = [self.model.device] if self.model.device.type == "cuda" else []
-        with torch.random.fork_rng(devices=devices), torch.no_grad():
-            torch.manual_seed(self.seed * 1_000_003 + self.calls)
-            for start in range(0, len(order), self.batch_size):
-                chunk = order[start : start + self.batch_size]
-                for i, gen in zip(chunk, self._generate_batch([requests[i] for i in chunk])):
-                    results[i] = gen
+        training = bool(self.model.training)
+        self.model.eval()  # a trainer's live model may be in train mode: no dropout while sampling
+        try:
+            with torch.random.fork_rng(devices=devices), torch.no_grad():
+                torch.manual_seed(self.seed * 1_000_003 + self.calls)
+                for start in range(0, len(order), self.batch_size):
+                    chunk = order[start : start + self.batch_size]
+                    for i, gen in zip(chunk, self._generate_batch([requests[i] for i in chunk])):
+                        results[i] = gen
+        finally:
+            self.model.train(training)
         return [results[i] for i in range(len(requests))]
 
     def _generate_batch(self, requests: Sequence[GenRequest]) -> list[Generation]:
@@ -261,6 +266,7 @@ class HFGenerator:
             "eos_token_id": self.eos_ids or None,
             "output_scores": True,
             "return_dict_in_generate": True,
+            "use_cache": True,
         }
         if sample:
             kwargs.update(temperature=self.temperature, top_p=self.top_p, top_k=0)

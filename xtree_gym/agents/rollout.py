@@ -26,7 +26,9 @@ Decisions worth knowing:
   is discarded and the rest of the group goes on. Workers are killed on overrun; in-process envs
   (``workers=0``) are abandoned in their thread.
 * **Tokens.** ``Turn.token``/``slots`` are the env's ``info["xtree"]`` for the executed action, so
-  ``xtree mine`` reads rollouts without re-canonicalizing; ids and logprobs are the generator's.
+  ``xtree mine`` reads rollouts without re-canonicalizing; a turn no env answered (parse failure,
+  fault) gets ``noop<empty>``, the catch-all's token for an empty action, so every step has one.
+  Ids and logprobs are the generator's.
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ ENV_DOMAINS = {
     "XTree-ALFWorld-v0": "alfworld",
 }
 _SCALAR = (str, int, float, bool, type(None))
+NO_ACTION_TOKEN = "noop<empty>"
+"""Token of a turn no env answered (parse failure, fault): the catch-all canonicalizer's for an empty action."""
 
 
 def env_domain(env_id: str) -> str:
@@ -117,9 +121,14 @@ def _messages_to_request(
 
 
 def _small_info(info: dict[str, Any]) -> dict[str, Any]:
-    """The scalar facts of an env ``info`` worth keeping on a turn (score, won, invalid_action...)."""
+    """The scalar facts of an env ``info`` worth keeping on a turn (score, won, invalid_action...).
+
+    The goal is on the episode already; long texts (pages, trees) are on the observation.
+    """
     return {
-        k: v for k, v in info.items() if isinstance(v, _SCALAR) and not (isinstance(v, str) and len(v) > 300)
+        k: v
+        for k, v in info.items()
+        if k != "goal" and isinstance(v, _SCALAR) and not (isinstance(v, str) and len(v) > 300)
     }
 
 
@@ -225,20 +234,15 @@ class _Run:
             except EnvFault as exc:
                 self._fault(live, str(exc))
                 continue
-            st = live.state
-            st.goal = live.episode.goal = answer["goal"]
-            st.observation = st.initial_observation = answer["obs"]
+            live.episode.goal = answer["goal"]
             live.last_info = answer["info"]
-            self._absorb(live, answer)
+            live.state = HarnessState.start(
+                answer["goal"], answer["obs"], answer["info"], answer.get("view"), answer.get("valid")
+            )
+            live.oracle = answer.get("oracle")
             live.episode.meta["initial_observation"] = answer["obs"]
             started.append(live)
         return started
-
-    def _absorb(self, live: _Live, answer: dict[str, Any]) -> None:
-        """Put the per-turn reads (env view, valid actions, oracle) into what the agent sees next."""
-        live.state.info = {**live.last_info, **(answer.get("view") or {})}
-        live.state.valid_actions = answer.get("valid")
-        live.oracle = answer.get("oracle")
 
     # -- one turn ------------------------------------------------------------------------------------
     def _request(self, live: _Live, messages: list[Message]) -> GenRequest:
@@ -314,6 +318,7 @@ class _Run:
         return running
 
     def _invalid_turn(self, live: _Live, turn: Turn, error: str) -> None:
+        turn.token, turn.slots = NO_ACTION_TOKEN, {"rest": ""}
         turn.invalid = True
         turn.parse_error = error
         turn.observation = f"Invalid response: {error}"
@@ -345,23 +350,22 @@ class _Run:
         live.last_info = info
         if "score" in info and isinstance(info["score"], (int, float)):
             live.scores.append(float(info["score"]))
-        st = live.state
-        st.history.append((turn.action or "", turn.observation))
-        st.responses.append(turn.response)
-        st.tokens.append(turn.token or "")
-        st.observation = turn.observation
-        st.turn += 1
+        # what the agent sees next: the step, plus the env view / valid actions / oracle read after it
+        live.state.advance(
+            turn.action or "", turn.observation, info, response=turn.response,
+            view=answer.get("view"), valid_actions=answer.get("valid"),
+        )  # fmt: skip
+        live.oracle = answer.get("oracle")
         if last["terminated"] or last["truncated"]:
             self._finish(live, terminated=last["terminated"], truncated=last["truncated"])
         elif live.steps >= self.cap:
             self._finish(live, truncated=True)
-        else:
-            self._absorb(live, answer)
 
     # -- endings -------------------------------------------------------------------------------------
     def _fault(self, live: _Live, reason: str, turn: Turn | None = None) -> None:
         if turn is not None:
             turn.observation = ""
+            turn.token, turn.slots = NO_ACTION_TOKEN, {"rest": ""}
             turn.info["fault"] = reason
             live.episode.turns.append(turn)
         live.episode.fault = reason
@@ -382,6 +386,25 @@ class _Run:
             self.on_episode(ep)
         if self.bar is not None:
             self.bar.update()
+
+
+def _check(
+    workers: int,
+    start_method: str,
+    step_timeout: float | None,
+    episode_timeout: float | None,
+    max_steps: int | None,
+) -> None:
+    """One clear error for a bad rollout argument, before any env starts."""
+    if workers < 0:
+        raise ConfigError(f"workers={workers} must be >= 0")
+    if start_method not in ("spawn", "forkserver"):
+        raise ConfigError(f"start_method={start_method!r}", fix="use 'spawn' or 'forkserver'")
+    for name, value in (("step_timeout", step_timeout), ("episode_timeout", episode_timeout)):
+        if value is not None and value <= 0:
+            raise ConfigError(f"{name}={value} must be positive seconds (or None)")
+    if max_steps is not None and max_steps < 1:
+        raise ConfigError(f"max_steps={max_steps} must be >= 1")
 
 
 def rollout(
@@ -422,15 +445,7 @@ def rollout(
         >>> [(e.member, [t.action for t in e.turns], e.success) for e in eps]
         [(0, ['hello', 'win'], True), (1, [None, 'hello', None, 'win'], True)]
     """
-    if workers < 0:
-        raise ConfigError(f"workers={workers} must be >= 0")
-    if start_method not in ("spawn", "forkserver"):
-        raise ConfigError(f"start_method={start_method!r}", fix="use 'spawn' or 'forkserver'")
-    for name, value in (("step_timeout", step_timeout), ("episode_timeout", episode_timeout)):
-        if value is not None and value <= 0:
-            raise ConfigError(f"{name}={value} must be positive seconds (or None)")
-    if max_steps is not None and max_steps < 1:
-        raise ConfigError(f"max_steps={max_steps} must be >= 1")
+    _check(workers, start_method, step_timeout, episode_timeout, max_steps)
     groups = plan_groups(list(tasks), n, group_mode)
     run = _Run(
         env_id,

@@ -41,6 +41,8 @@ class EchoEnv(gym.Env[str, str]):
     """
 
     metadata = {"render_modes": []}  # noqa: RUF012 - Gymnasium declares it an instance variable
+    valid_calls = 0
+    """How often :meth:`valid_actions` ran in this process (the rollout must ask only when a harness lists them)."""
 
     def __init__(self, max_steps: int | None = None) -> None:
         self.max_steps = max_steps
@@ -53,6 +55,11 @@ class EchoEnv(gym.Env[str, str]):
         self._steps = 0
         word = _WORDS[int(self.np_random.integers(len(_WORDS)))]
         return f"A room with a sign that reads '{word}'.", {"goal": "Say 'win'.", "word": word}
+
+    def valid_actions(self) -> list[str]:
+        """The admissible actions (counted in :attr:`valid_calls`)."""
+        EchoEnv.valid_calls += 1
+        return ["win", "wait"]
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         self._steps += 1

@@ -46,6 +46,57 @@ class HarnessState:
     tokens: list[str] = field(default_factory=list)
     """Canonical tokens (``info["xtree"]["token"]``) of the steps in ``history``; the advice hint reads them."""
 
+    @classmethod
+    def start(
+        cls,
+        goal: str,
+        observation: str,
+        info: Mapping[str, Any],
+        view: Mapping[str, Any] | None = None,
+        valid_actions: Sequence[str] | None = None,
+    ) -> HarnessState:
+        """The state of turn 0 after ``env.reset``; ``view``/``valid_actions`` from :meth:`Harness.look`.
+
+        Example:
+            >>> s = HarnessState.start("boil water", "hallway", {"goal": "boil water"}, {"objects": ["door"]})
+            >>> s.initial_observation, s.info["objects"], s.turn
+            ('hallway', ['door'], 0)
+        """
+        return cls(
+            goal=goal,
+            observation=observation,
+            initial_observation=observation,
+            info={**info, **(view or {})},
+            valid_actions=valid_actions,
+        )
+
+    def advance(
+        self,
+        action: str,
+        observation: str,
+        info: Mapping[str, Any],
+        *,
+        response: str = "",
+        view: Mapping[str, Any] | None = None,
+        valid_actions: Sequence[str] | None = None,
+    ) -> None:
+        """Record one executed step (``action`` -> ``observation``/``info``) and move to the next turn.
+
+        Example:
+            >>> s = HarnessState.start("g", "o0", {})
+            >>> s.advance("look", "o1", {"xtree": {"token": "look<>"}}, response="<action>look</action>")
+            >>> s.history, s.observation, s.tokens, s.turn
+            ([('look', 'o1')], 'o1', ['look<>'], 1)
+        """
+        xtree = info.get("xtree") or {}
+        self.history.append((action, observation))
+        self.responses.append(response)
+        self.tokens.append(str(xtree.get("token") or action))
+        self.observation = observation
+        self.info = {**info, **(view or {})}
+        self.valid_actions = valid_actions
+        self.turn += 1
+
 
 class Harness:
     """Base class: subclasses set ``name``/``envs``/``step_limit`` and implement render/parse."""
@@ -73,6 +124,10 @@ class Harness:
         the default reads nothing. ``rlvmr`` reads ScienceWorld's action templates and objects in view.
         """
         return {}
+
+    def look(self, env: Any) -> tuple[dict[str, Any], list[str] | None]:
+        """``(env_view(env), valid_actions(env))``: all a turn reads from the live env, in one call."""
+        return self.env_view(env), self.valid_actions(env)
 
     def valid_actions(self, env: Any) -> list[str] | None:
         """Admissible actions for ``HarnessState.valid_actions``: the env's ``valid_actions()`` when
@@ -145,4 +200,14 @@ def get_harness(name: str, **kwargs: Any) -> Harness:
         raise ConfigError(
             f"unknown harness {name!r}", fix=f"use one of: {', '.join(harness_names()) or '(none)'}"
         )
-    return _REGISTRY[name](**kwargs)
+    try:
+        return _REGISTRY[name](**kwargs)
+    except TypeError as exc:  # a misspelt option: name it instead of a traceback
+        if "unexpected keyword argument" not in str(exc):
+            raise
+        bad = str(exc).split("unexpected keyword argument")[-1].strip()
+        raise ConfigError(
+            f"harness {name!r} has no option {bad}",
+            fix="use template=, advice=, advice_corpus=, advice_top_k=, advice_domain=, history_length= "
+            "(browsergym also: benchmark=, parse_retries=, action_subsets=)",
+        ) from exc

@@ -150,7 +150,7 @@ class BrowserGymHarness(WordedHarness):
         super().__init__(**options)
 
     def advice_glosses(self) -> str | None:
-        return self.benchmark  # the miniwob / webarena canonicalizer's glosses
+        return self._advice_domain or self.benchmark  # the miniwob / webarena canonicalizer's glosses
 
     def env_view(self, env: Any) -> dict[str, Any]:
         """The focused element's bid from BrowserGym's latest observation ("" when none)."""

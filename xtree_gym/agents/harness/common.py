@@ -7,6 +7,8 @@ Every protocol harness takes the same keyword options through ``get_harness(name
 * ``advice=TREE`` with ``advice_corpus=CORPUS``: the in-context advice hint of X-Tree App. C (the
   top-8 nodes for the task by utterance n-gram overlap, plus where the recent steps are inside one),
   added to every prompt; ``advice`` may also be a ready :class:`~xtree_gym.render.advice.Advisor`;
+* ``advice_domain=D``: the canonicalizer whose glosses phrase the hint (and that tokenizes corpus
+  steps without a token); each protocol's env by default, none for ``node``;
 * ``history_length=N``: how many recent steps the prompt shows in full (each protocol's default).
 """
 
@@ -77,8 +79,10 @@ class WordedHarness(Harness):
         advice: Any = None,
         advice_corpus: Any = None,
         advice_top_k: int = 8,
+        advice_domain: str | None = None,
         history_length: int | None = None,
     ) -> None:
+        self._advice_domain = advice_domain  # overrides the protocol's domain (``node`` runs on any env)
         self.words = load_wording(self.WORDING, self.PLACEHOLDERS, template)
         self.history_length = self.default_history if history_length is None else int(history_length)
         if self.history_length < 0:
@@ -96,7 +100,7 @@ class WordedHarness(Harness):
 
     def advice_glosses(self) -> str | None:
         """The canonicalizer domain whose glosses phrase the advice (``advice_domain`` unless overridden)."""
-        return self.advice_domain
+        return self._advice_domain or self.advice_domain
 
     def say(self, field: str, **values: Any) -> str:
         """The wording ``field`` filled with ``values``."""
