@@ -60,7 +60,7 @@ class Config:
 
 
 SMOKE = Config(
-    trajectories=12, model="tiny-random", epochs=1, lr=1e-3, batch_size=64, max_len=2048, warm_start=2
+    trajectories=4, model="tiny-random", epochs=1, lr=1e-3, batch_size=64, max_len=2048, warm_start=1
 )
 FULL = Config(warm_start=200)
 
