@@ -18,6 +18,8 @@ DOMAINS = (
     "countdown",
     "alfworld",
     "twcooking",
+    "discrete",
+    "minigrid",
 )
 
 contexts = st.one_of(

@@ -228,6 +228,7 @@ def random_tree(
     domain: str | None = None,
     name: str = "random-tree",
     progress: bool | None = False,
+    lengths: Sequence[int] | None = None,
 ) -> XTree:
     """A tree of ``n_merges`` merges, each joining a uniformly random adjacent pair (Tables 2, 20).
 
@@ -235,6 +236,9 @@ def random_tree(
     that pass the miner's candidate rule (frequency, length cap, compression, success floor,
     task-type spread); when none is left, among the pairs of length <= ``max_len`` seen at least
     twice. Merging, counting and the node records are the miner's (:meth:`XTree.from_merges`).
+    With ``lengths`` (e.g. ``[n.length for n in tree.nodes]``), merge ``i`` is drawn among the
+    pairs of length ``lengths[i]`` when there are any (else those of the nearest length), so the
+    random tree's length histogram follows the reference tree's.
     """
     from .config import MinerConfig
     from .mining import EncodedCorpus, canonical_order  # the miner's order: line order does not matter
@@ -249,14 +253,21 @@ def random_tree(
     enc = EncodedCorpus.from_tokens(
         _tokens(ordered, domain), [t.success for t in ordered], [t.task for t in ordered]
     )
-    merges = _random_merges(enc, n_merges, cfg, np.random.default_rng(seed), progress)
+    merges = _random_merges(enc, n_merges, cfg, np.random.default_rng(seed), progress, lengths)
     tree = XTree.from_merges(merges, enc, cfg, ordered, name=name)
     tree.extra["control"] = {"kind": "random_tree", "seed": seed, "n_merges": n_merges}
+    if lengths is not None:
+        tree.extra["control"]["lengths"] = [int(x) for x in lengths]
     return tree
 
 
 def _random_merges(
-    enc: Any, n_merges: int, cfg: MinerConfig, rng: np.random.Generator, progress: bool | None = False
+    enc: Any,
+    n_merges: int,
+    cfg: MinerConfig,
+    rng: np.random.Generator,
+    progress: bool | None = False,
+    lengths: Sequence[int] | None = None,
 ) -> list[Any]:
     """The reference miner's loop with the best-X-Score choice replaced by a uniform draw."""
     from .mining import Merge, corpus_pair_stats, is_candidate, merge_everywhere, x_score
@@ -278,6 +289,8 @@ def _random_merges(
             )
         if not pool:
             break
+        if lengths is not None and len(merges) < len(lengths):
+            pool = _nearest_length(pool, length, int(lengths[len(merges)]))
         u, v = pool[int(rng.integers(len(pool)))]
         f, s, tasks, first = stats[(u, v)]
         new = len(length)
@@ -289,6 +302,18 @@ def _random_merges(
         bar.update()
     bar.close()
     return merges
+
+
+def _nearest_length(pool: list[tuple[int, int]], length: list[int], want: int) -> list[tuple[int, int]]:
+    """The pairs of ``pool`` whose merged length is nearest ``want`` (all of that length if any).
+
+    Example:
+        >>> _nearest_length([(0, 1), (0, 2), (2, 2)], [1, 1, 3], 5)  # lengths 2, 4, 6: 4 and 6 tie
+        [(0, 2), (2, 2)]
+    """
+    gap = [abs(length[u] + length[v] - want) for u, v in pool]
+    best = min(gap)
+    return [p for p, g in zip(pool, gap) if g == best]
 
 
 def make_instances(

@@ -54,6 +54,7 @@ _DOMAIN_MODULES = (
     "countdown",
     "twcooking",
     "alfworld",
+    "discrete",
 )
 
 

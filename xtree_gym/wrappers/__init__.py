@@ -4,6 +4,8 @@
   :class:`InvalidActionPenalty`.
 * :mod:`xtree_gym.wrappers.mdl` -- ReuseRL's segmentation-cost penalty: :class:`SegCost`.
 * :mod:`xtree_gym.wrappers.macro` -- the node-level test-time protocol (App. D): :class:`MacroAction`.
+* :mod:`xtree_gym.wrappers.discrete` -- ``verb<role>`` tokens on any discrete-action env:
+  :class:`DiscreteTokens`, :func:`xtree_discrete` (tokens + :class:`XTreeBonus`).
 
 Imports are lazy so ``import xtree_gym.wrappers`` does not need gymnasium.
 """
@@ -17,6 +19,8 @@ _LAZY = {
     "InvalidActionPenalty": "xtree_gym.wrappers.reward",
     "SegCost": "xtree_gym.wrappers.mdl",
     "MacroAction": "xtree_gym.wrappers.macro",
+    "DiscreteTokens": "xtree_gym.wrappers.discrete",
+    "xtree_discrete": "xtree_gym.wrappers.discrete",
 }
 
 __all__ = sorted(_LAZY)
