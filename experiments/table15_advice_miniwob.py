@@ -30,8 +30,8 @@ LABELS = {"none": "no advice", "xtree": "X-Tree advice", "scrambled": "scrambled
 class Config:
     """Tasks, corpus, model and evaluation size."""
 
-    tasks: tuple[str, ...] = ("click-button", "enter-text", "focus-text", "click-checkboxes")
-    """MiniWoB++ tasks (ones with a scripted solver, so the mining corpus exists)."""
+    tasks: tuple[str, ...] = ("login-user", "click-checkboxes", "choose-list", "enter-text")
+    """MiniWoB++ tasks with a scripted solver (the mining corpus) and more than one step (one-step tasks give no nodes)."""
     corpus_episodes: int = 20
     """Scripted episodes per task in the mining corpus."""
     noise: float = 0.3

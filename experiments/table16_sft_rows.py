@@ -40,7 +40,7 @@ class Config:
     """Corpus size, tokenizer/model and the SFT settings."""
 
     trajectories: int = 0
-    """Trajectories of the gold corpus to use (0 = all)."""
+    """Trajectories of the gold corpus whose rows are built (0 = all); the tree is mined from all of them."""
     model: str = "Qwen2.5-1.5B-Instruct"
     """Policy (its tokenizer does the accounting): an HF folder, ``smollm2`` or ``tiny-random``."""
     train: bool = True
@@ -71,9 +71,9 @@ def run(cfg: Config, out: Path) -> dict[str, Any]:
 
     t0 = time.perf_counter()
     corpus, source = scienceworld_corpus()
+    tree, _ = mined_tree(corpus, "scienceworld", out / "tree.json")  # the whole corpus's tree, as in training
     if cfg.trajectories:
         corpus = subsample(corpus, cfg.trajectories, cfg.seed)
-    tree, _ = mined_tree(corpus, "scienceworld", out / "tree.json")
     tok = load_tokenizer(cfg.model)
     formats: dict[str, Any] = {}
     for fmt in ("standard", "span", "node"):
@@ -104,7 +104,7 @@ def run(cfg: Config, out: Path) -> dict[str, Any]:
         markdown_table(["rows", "# rows", "supervised actions", "tokens", "tokens / action", "prompt share",
                         "tokens vs standard", "loss before", "loss after", "G0 (%)", "G1 (%)"], rows_md, digits=3),
         "",
-        f"Tree: {len(tree)} nodes mined from the same trajectories ({source}). Loss: target-token mean NLL "
+        f"Tree: {len(tree)} nodes mined from the whole corpus ({source}). Loss: target-token mean NLL "
         f"of the format's own rows (those of the {cfg.warm_start or len(corpus)} warm-start trajectories) before and after {cfg.epochs} epoch(s) of SFT. G0/G1: evaluate each "
         "warm start with `xtree eval` (GPU size; not run here).",
     ])  # fmt: skip
