@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ._banks import mined_tree
-from ._corpora import SCIWORLD_GOLD, SCIWORLD_SAMPLE, scienceworld_corpus
+from ._corpora import SCIWORLD_GOLD, SCIWORLD_SAMPLE, scienceworld_corpus, subsample
 from ._results import experiment_main, markdown_table, provenance, write_results
 from ._rlvr import arm_row, curves_figure, delta, pm, run_arms
 
@@ -51,6 +51,8 @@ class Config:
     """Gold corpus in our format ("" = the ScienceWorld gold corpus, else the packaged sample)."""
     domain: str = "scienceworld"
     """Its canonicalizer and mining preset."""
+    trajectories: int = 0
+    """Replay instances from only this many trajectories (0 = all; the tree is mined from all of them)."""
     base: dict[str, Any] = field(
         default_factory=lambda: {"model": "Qwen2.5-7B-Instruct", "dtype": "bfloat16"}
     )
@@ -61,7 +63,7 @@ class Config:
     """Steps averaged for the final replay reward / win rate."""
 
 
-SMOKE = Config(base={"model": "tiny-random", "steps": 1, "tasks_per_step": 2, "n": 2, "max_new_tokens": 16,
+SMOKE = Config(trajectories=10, base={"model": "tiny-random", "steps": 1, "tasks_per_step": 2, "n": 2, "max_new_tokens": 16,
                      "lr": 1e-3}, window=1)  # fmt: skip
 FULL = Config()
 
@@ -76,6 +78,11 @@ def run(cfg: Config, out: Path) -> dict[str, Any]:
         corpus, _ = scienceworld_corpus()
         path = str(SCIWORLD_GOLD if SCIWORLD_GOLD.is_file() else SCIWORLD_SAMPLE)
     tree, tp = mined_tree(corpus, cfg.domain, out / "tree.json")
+    if cfg.trajectories:  # instances from a subsample: the smoke's replay set stays small
+        from xtree_gym.corpus import write_corpus
+
+        path = str(out / "corpus.jsonl")
+        write_corpus(path, subsample(corpus, cfg.trajectories, 0))
     base = {**cfg.base, "corpus": path, "corpus_domain": cfg.domain, "tree": tp}
     runs = run_arms(base, ARMS, cfg.seeds, out)
     rows = {a: arm_row(runs[a], cfg.window) for a in ARMS}
