@@ -49,7 +49,7 @@ class Config:
 
 
 SMOKE = Config(
-    tasks=("click-button",), corpus_episodes=6, model="tiny-random", seeds=1, max_steps=2, max_new_tokens=8
+    tasks=("login-user",), corpus_episodes=8, model="tiny-random", seeds=1, max_steps=2, max_new_tokens=8
 )
 FULL = Config()
 

@@ -243,7 +243,7 @@ def test_table15_advice_miniwob(tmp_path: Path, capsys: pytest.CaptureFixture[st
     res, table = _run("table15_advice_miniwob", tmp_path, capsys)
     assert res["tree_nodes"] > 0 and set(res["arms"]) == {"none", "xtree", "scrambled"}
     for arm in res["arms"].values():
-        assert arm["tasks"]["enter-text"]["episodes"] == 1
+        assert arm["tasks"]["login-user"]["episodes"] == 1
     assert "| X-Tree advice |" in table
 
 
