@@ -67,23 +67,10 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]], digits:
 
 
 def save_png(fig: Any, path: Path) -> None:
-    """Write a matplotlib figure atomically, without the timestamp that would change the bytes."""
-    import io
-    import tempfile
+    """Write a matplotlib figure atomically, byte-stable (the toolkit's one PNG writer)."""
+    from xtree_gym.render.figures import save_png as write_png
 
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=120, metadata={"Software": None}, bbox_inches="tight")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(buf.getvalue())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_png(fig, path, dpi=120)
 
 
 def new_figure(w: float, h: float, ncols: int = 1, nrows: int = 1) -> tuple[Any, Any]:

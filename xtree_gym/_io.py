@@ -32,21 +32,7 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[st
     if mode not in ("w", "wt"):
         raise ValueError(f"atomic_open writes text only, got mode {mode!r}")
     target = Path(path)
-    if target.is_dir():
-        raise IsADirectoryError(errno.EISDIR, "is a directory, not a file", str(target))
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        sweep_stale_temps(target)
-        # The pid in the name lets a later run tell a dead writer's debris from a live write.
-        fd, tmp = tempfile.mkstemp(
-            prefix=f"{_temp_prefix(target)}{os.getpid()}.", suffix=".tmp", dir=target.parent
-        )
-    except OSError as exc:  # name the output the user chose, not the temp file beside it
-        raise OSError(exc.errno, exc.strerror, str(target)) from None
-    _LIVE_TEMPS.add(tmp)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the usual permissions
+    fd, tmp = _temp_beside(target)
     try:
         with os.fdopen(fd, "wb") as raw:
             if target.suffix == ".gz":
@@ -73,6 +59,53 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[st
             f"({exc.object[exc.start : exc.end]!r}), which UTF-8 cannot encode",
             fix="drop or repair that string (a lone surrogate is half of a broken emoji escape)",
         ) from None
+    except BaseException:
+        _remove(tmp)
+        raise
+    finally:
+        _LIVE_TEMPS.discard(tmp)
+
+
+def _temp_beside(target: Path) -> tuple[int, str]:
+    """A registered temp file in ``target``'s folder, with the usual permissions: ``(fd, name)``."""
+    if target.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a directory, not a file", str(target))
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        sweep_stale_temps(target)
+        # The pid in the name lets a later run tell a dead writer's debris from a live write.
+        fd, tmp = tempfile.mkstemp(
+            prefix=f"{_temp_prefix(target)}{os.getpid()}.", suffix=".tmp", dir=target.parent
+        )
+    except OSError as exc:  # name the output the user chose, not the temp file beside it
+        raise OSError(exc.errno, exc.strerror, str(target)) from None
+    _LIVE_TEMPS.add(tmp)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the usual permissions
+    return fd, tmp
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (same temp-file rules as :func:`atomic_open`).
+
+    Example:
+        >>> import tempfile, os
+        >>> p = os.path.join(tempfile.mkdtemp(), "x.bin")
+        >>> atomic_write_bytes(p, b"ok"); open(p, "rb").read()
+        b'ok'
+    """
+    target = Path(path)
+    fd, tmp = _temp_beside(target)
+    try:
+        with os.fdopen(fd, "wb") as raw:
+            raw.write(data)
+            raw.flush()
+            os.fsync(raw.fileno())
+        try:
+            os.replace(tmp, target)
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, str(target)) from None
     except BaseException:
         _remove(tmp)
         raise

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from xtree_gym._io import atomic_write_text
+from xtree_gym.render.figures import save_png
 
 if TYPE_CHECKING:
     from .run import ClaimConfig
@@ -134,15 +133,7 @@ def table(cfg: ClaimConfig, results: dict[str, Any]) -> str:
 
 
 def _save_png(fig: Any, path: Path) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".png", dir=path.parent)
-    os.close(fd)
-    os.chmod(tmp, 0o644)  # mkstemp makes 0600
-    try:
-        fig.savefig(tmp, dpi=110, metadata={"Software": None})
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    save_png(fig, path, dpi=110, tight=False)
 
 
 def figure(cfg: ClaimConfig, results: dict[str, Any], path: Path) -> None:

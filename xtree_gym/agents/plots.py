@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import missing_dependency
+from ..render.figures import save_png
 from .metrics import read_metrics
 
 CURVES = ("reward", "win_rate", "loss", "kl", "entropy", "invalid_rate", "bonus", "eval_success_rate")
@@ -67,7 +68,7 @@ def plot_runs(runs: Sequence[str | Path], output: str | Path) -> list[Path]:
         axes.flat[0].legend(fontsize=7)
     fig.tight_layout()
     curves = out / "learning_curves.png"
-    fig.savefig(curves, dpi=110)
+    save_png(fig, curves, dpi=110, tight=False)
     plt.close(fig)
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.5))
@@ -85,6 +86,6 @@ def plot_runs(runs: Sequence[str | Path], output: str | Path) -> list[Path]:
     right.set_title("λ_g against win rate (Fig. 7)")
     fig.tight_layout()
     lam_png = out / "lambda_vs_win_rate.png"
-    fig.savefig(lam_png, dpi=110)
+    save_png(fig, lam_png, dpi=110, tight=False)
     plt.close(fig)
     return [curves, lam_png]

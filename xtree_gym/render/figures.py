@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import io
 import os
-import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from .._io import atomic_write_bytes
 from ..errors import missing_dependency
 from .layout import hierarchy_layout, hsl_to_rgb, node_hue, pick_trajectories, tiled_cells
 from .stats import CorpusUsage
@@ -31,20 +31,15 @@ def _figure(w: float, h: float) -> Any:
     return Figure(figsize=(w, h), dpi=150)
 
 
-def _save(fig: Any, path: Path) -> None:
+def save_png(fig: Any, path: str | os.PathLike[str], *, dpi: float | None = None, tight: bool = True) -> None:
+    """Write a matplotlib figure as PNG, atomically and without the timestamp that would change the bytes.
+
+    Every PNG the toolkit writes goes through here (tree figures, learning curves, experiment plots).
+    """
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", metadata={"Software": None}, bbox_inches="tight")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(buf.getvalue())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    extra: dict[str, Any] = {"bbox_inches": "tight"} if tight else {}
+    fig.savefig(buf, format="png", metadata={"Software": None}, dpi=dpi or "figure", **extra)
+    atomic_write_bytes(path, buf.getvalue())
 
 
 def _histogram(values: list[int], title: str, xlabel: str) -> Any:
@@ -181,6 +176,6 @@ def write_figures(
             figs.append((f"tiling_{k}.png", tiling_figure(tree, usage, i)))
     written = []
     for name, fig in figs:
-        _save(fig, out / name)
+        save_png(fig, out / name)
         written.append(out / name)
     return written
