@@ -123,7 +123,10 @@ class Catalogue:
             self.by_asin = {p.asin: p for p in self.products}
 
 
-def resolve_data_dir(data_dir: str | os.PathLike[str] | None, *, option: str = "data_dir=...") -> Path:
+_ENV_OPTION = "data_dir=DIR (from the CLI: --env-arg data_dir=DIR in xtree eval, --env-kwargs data_dir=DIR in xtree train)"
+
+
+def resolve_data_dir(data_dir: str | os.PathLike[str] | None, *, option: str = _ENV_OPTION) -> Path:
     """The data directory: ``data_dir``, else ``$XTREE_WEBSHOP_DATA``; both files must be there.
 
     ``option`` is how the caller's user passes the folder (``--data-dir DIR`` on the command line),
