@@ -15,36 +15,12 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from xtree_gym.envs.browser_axtree import iter_elements
+from xtree_gym.envs.browser_launch import own_browsers
 from xtree_gym.envs.browsergym import MiniWoBEnv
 from xtree_gym.errors import XTreeError
-
-
-def _ppid(pid: int) -> int:
-    with open(f"/proc/{pid}/stat") as f:
-        return int(f.read().rsplit(")", 1)[1].split()[1])
-
-
-def own_browsers() -> dict[str, list[int]]:
-    """This process's Chromium browser processes: ``{"task": [...], "chat": [...]}``."""
-    me, out = os.getpid(), {"task": [], "chat": []}
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        pid = int(entry)
-        try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            if b"chromium" not in cmd[0] or any(a.startswith(b"--type=") for a in cmd):
-                continue
-            parent = pid
-            while parent > 1 and parent != me:
-                parent = _ppid(parent)
-        except (OSError, IndexError, ValueError):
-            continue
-        if parent == me:  # BrowserGym's chat window is the one launched with a window size
-            out["chat" if any(a.startswith(b"--window-size") for a in cmd) else "task"].append(pid)
-    return out
 
 
 def kill(which: str) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from xtree_gym.envs.browser_axtree import iter_elements
+from xtree_gym.envs.browser_launch import own_browsers
 from xtree_gym.errors import DependencyError, EnvConfigError
 
 pytestmark = pytest.mark.browser
@@ -38,30 +39,9 @@ def _checked(text: str, bid: str) -> str | None:
     return m.group(1) if m else None
 
 
-def _ppid(pid: int) -> int:
-    with open(f"/proc/{pid}/stat") as f:
-        return int(f.read().rsplit(")", 1)[1].split()[1])
-
-
 def _own_chromium_browsers() -> list[int]:
     """PIDs of the Chromium browser processes (not renderers) started below this test process."""
-    me, found = os.getpid(), []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        pid = int(entry)
-        try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            if b"chromium" not in cmd[0] or any(a.startswith(b"--type=") for a in cmd):
-                continue
-            parent = pid
-            while parent > 1 and parent != me:
-                parent = _ppid(parent)
-        except (OSError, IndexError, ValueError):
-            continue
-        if parent == me:
-            found.append(pid)
-    return found
+    return [pid for pids in own_browsers().values() for pid in pids]
 
 
 def _kill_browsers() -> int:

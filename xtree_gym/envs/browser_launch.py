@@ -19,6 +19,7 @@ import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, EnvConfigError
@@ -165,3 +166,33 @@ def patched_chromium_launch(
             browser_type.launch = previous
         else:
             del browser_type.launch
+
+
+def _parent_pid(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as f:  # the comm field may hold spaces: split after its ")"
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+
+
+def own_browsers() -> dict[str, list[int]]:
+    """This process's Chromium *browser* processes (not renderers), found in ``/proc`` (Linux).
+
+    ``{"task": [...], "chat": [...]}``: BrowserGym's chat window is the browser launched with a
+    window size. Only descendants of this process are listed, so a fault test that kills them can
+    never touch another user's browser.
+    """
+    me = os.getpid()
+    out: dict[str, list[int]] = {"task": [], "chat": []}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        pid = int(entry)
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            if b"chromium" not in cmd[0] or any(a.startswith(b"--type=") for a in cmd):
+                continue
+            parent = pid
+            while parent > 1 and parent != me:
+                parent = _parent_pid(parent)
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent == me:
+            out["chat" if any(a.startswith(b"--window-size") for a in cmd) else "task"].append(pid)
+    return out
