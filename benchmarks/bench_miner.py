@@ -40,22 +40,26 @@ N_SKILLS = 40
 N_TASKS = 20
 
 
-def make_corpus(n: int, seed: int = 0) -> tuple[list[list[str]], list[bool], list[str]]:
-    """n trajectories of ~30 tokens: planted skills (length 3-8) interleaved with noise tokens."""
+def make_corpus(n: int, seed: int = 0, chunks: int = 6) -> tuple[list[list[str]], list[bool], list[str]]:
+    """n trajectories of ``chunks`` pieces (~4.7 tokens each): planted skills (length 3-8) and noise.
+
+    ``chunks = 6`` gives the long corpus (~28 actions a trajectory), ``2`` the short one (~9), where
+    start-up and reading weigh more against mining.
+    """
     rng = np.random.default_rng(seed)
     skills = [rng.integers(0, N_PRIMITIVES, size=rng.integers(3, 9)) for _ in range(N_SKILLS)]
     noise = [rng.integers(0, N_PRIMITIVES, size=rng.integers(1, 4)) for _ in range(400)]
-    chunks = skills + noise
-    lens = np.array([len(c) for c in chunks])
-    table = np.concatenate(chunks)
+    pieces = skills + noise
+    lens = np.array([len(c) for c in pieces])
+    table = np.concatenate(pieces)
     starts = np.r_[0, np.cumsum(lens)[:-1]]
     # Each trajectory: 6 chunks, a skill with probability 0.6 (skill popularity is Zipf-like).
-    is_skill = rng.random((n, 6)) < 0.6
+    is_skill = rng.random((n, chunks)) < 0.6
     skill_p = 1.0 / np.arange(1, N_SKILLS + 1)
-    skill_ids = rng.choice(N_SKILLS, size=(n, 6), p=skill_p / skill_p.sum())
-    noise_ids = N_SKILLS + rng.integers(0, len(noise), size=(n, 6))
+    skill_ids = rng.choice(N_SKILLS, size=(n, chunks), p=skill_p / skill_p.sum())
+    noise_ids = N_SKILLS + rng.integers(0, len(noise), size=(n, chunks))
     ids = np.where(is_skill, skill_ids, noise_ids)
-    chunk_len = lens[ids]  # (n, 6)
+    chunk_len = lens[ids]  # (n, chunks)
     traj_len = chunk_len.sum(axis=1)
     flat_chunks = ids.ravel()
     rep = np.repeat(starts[flat_chunks], lens[flat_chunks])
@@ -128,9 +132,9 @@ def measure(engine: str, n: int, merges: int) -> dict[str, float]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def write_jsonl(path: Path, n: int) -> None:
+def write_jsonl(path: Path, n: int, chunks: int = 6) -> None:
     """The benchmark corpus as a JSONL file (every step carries its token), written once and cached."""
-    seqs, success, tasks = make_corpus(n)
+    seqs, success, tasks = make_corpus(n, chunks=chunks)
     tmp = path.with_suffix(".tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
         for i, (seq, ok, task) in enumerate(zip(seqs, success, tasks)):
@@ -222,6 +226,13 @@ def main() -> None:
     )
     ap.add_argument("--data-dir", default=os.path.join(tempfile.gettempdir(), "xtree_bench_miner"))
     ap.add_argument("--skip-in-process", action="store_true", help="only the end-to-end processes")
+    ap.add_argument(
+        "--chunks",
+        type=int,
+        nargs="+",
+        default=[6, 2],
+        help="corpus shapes, in pieces a trajectory (6: ~28 actions, 2: ~9; the end-to-end rows run each)",
+    )
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -237,9 +248,6 @@ def main() -> None:
     for n in args.sizes:
         load = "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
         print(f"# N = {n}: {load}", flush=True)
-        path = data / f"corpus_{n}.jsonl"
-        if not path.exists():
-            write_jsonl(path, n)
         tokens = 0
         if not args.skip_in_process:
             rows = {
@@ -258,13 +266,20 @@ def main() -> None:
                 else:
                     ratio = ""
                 print(_row(n, tokens, f"in-process {engine}", r, ratio), flush=True)
-        with tempfile.TemporaryDirectory() as work:
-            e2e = end_to_end(path, args.merges, Path(work))
-        x, t = e2e["xtree mine"], e2e["tokenizers script"]
-        print(
-            _row(n, tokens, "process xtree mine", x, f"xtree/tokenizers = {x['seconds'] / t['seconds']:.2f}x")
-        )
-        print(_row(n, tokens, "process tokenizers", t, ""), flush=True)
+        for chunks in args.chunks:
+            path = data / f"corpus_{n}.jsonl" if chunks == 6 else data / f"corpus_{n}_c{chunks}.jsonl"
+            if not path.exists():
+                write_jsonl(path, n, chunks)
+            with tempfile.TemporaryDirectory() as work:
+                e2e = end_to_end(path, args.merges, Path(work))
+            x, t = e2e["xtree mine"], e2e["tokenizers script"]
+            mb = path.stat().st_size / 1e6
+            print(f"# end to end, {chunks} pieces a trajectory, {mb:.0f} MB JSONL", flush=True)
+            ratio = (
+                f"xtree/tokenizers = {x['seconds'] / t['seconds']:.2f}x wall, {x['cpu'] / t['cpu']:.2f}x cpu"
+            )
+            print(_row(n, tokens, "process xtree mine", x, ratio))
+            print(_row(n, tokens, "process tokenizers", t, ""), flush=True)
 
 
 if __name__ == "__main__":

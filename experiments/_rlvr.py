@@ -77,7 +77,8 @@ def run_one(base: Mapping[str, Any], arm: Mapping[str, Any], seed: int, run_dir:
     fields.setdefault("tensorboard", False)
     t0 = time.perf_counter()
     if "corpus" in fields:
-        from xtree_gym.agents.offline import OfflineConfig, OfflineTrainer
+        from xtree_gym.agents.offline import OfflineConfig
+        from xtree_gym.agents.offline_trainer import OfflineTrainer
 
         trainer: Any = OfflineTrainer(OfflineConfig(**fields))
     else:

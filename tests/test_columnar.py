@@ -21,6 +21,14 @@ pa = pytest.importorskip("pyarrow")
 CFG = MinerConfig(min_freq=2, eta=0.5, cap=12, p_len=1, p_succ=1)
 
 
+@pytest.fixture(autouse=True)
+def _columns_for_small_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests' files are small; the size rule would send them to the object path."""
+    import xtree_gym.columnar
+
+    monkeypatch.setattr(xtree_gym.columnar, "COLUMNAR_MIN_BYTES", 0)
+
+
 def records(n: int, seed: int = 0, with_tokens: bool = True) -> list[dict[str, Any]]:
     """n trajectories over a small vocabulary with repeated motifs, in a shuffled line order."""
     rng = random.Random(seed)
@@ -226,3 +234,27 @@ def test_hf_dataset_is_read_from_arrow_not_row_dicts(tmp_path: Path, monkeypatch
     monkeypatch.setattr(datasets.Dataset, "__getitem__", no_rows)
     assert mine(ds, CFG).to_json() == mine(read_corpus(p), CFG).to_json()
     assert [t.to_dict() for t in from_hf_dataset(ds)] == [t.to_dict() for t in read_corpus(p)]
+
+
+# -- the block scans: numpy reductions equal the obviously-correct line loops ----------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from xtree_gym.columnar import _n_records, _strict_problem, _strict_problem_slow  # noqa: E402
+
+_LINE = st.one_of(
+    st.just(b""),
+    st.sampled_from([b" ", b"\t", b" \r", b"\x0b", b"\x0c "]),
+    st.builds(lambda k: b'{"a": ' + b"[" * k + b"1" + b"]" * k + b"}", st.integers(0, 130)),
+    st.builds(lambda k: b'{"a": ' + b"[{" * k + b"}]" * k + b"}", st.integers(0, 70)),
+    st.builds(lambda k: b'{"n": ' + b"7" * k + b"}", st.sampled_from([1, 4299, 4300, 4301, 5000])),
+    st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_LINE, max_size=8), st.booleans())
+def test_block_scans_equal_the_line_by_line_versions(lines: list[bytes], final_newline: bool) -> None:
+    block = b"\n".join(lines) + (b"\n" if final_newline and lines else b"")
+    assert _strict_problem(block) == _strict_problem_slow(block)
+    assert _n_records(block) == sum(1 for line in block.split(b"\n") if line.strip())

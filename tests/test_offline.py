@@ -167,7 +167,7 @@ def test_trainer_rewards_are_eq2_and_reach_the_update(sw, tmp_path):
     import torch
 
     from xtree_gym.agents.generation import ScriptedGenerator
-    from xtree_gym.agents.offline import OfflineTrainer
+    from xtree_gym.agents.offline_trainer import OfflineTrainer
 
     trainer = OfflineTrainer(_small(sw, tmp_path, steps=1))
     tasks = trainer.sample_tasks(1)

@@ -2,55 +2,115 @@
 
 Core (numpy only): corpus format, canonicalizers, miner, tree, tiling, matching.
 Environments (``gym.make("XTree-ScienceWorld-v0")`` ...) register when gymnasium is installed.
+
+Every public name below is imported on first use (PEP 562), so ``import xtree_gym`` -- and with it
+the ``xtree`` command's start-up -- costs no numpy, simulator or trainer import until a name or a
+command needs one. ``from xtree_gym import mine`` works as it always did.
 """
 
 from __future__ import annotations
 
-from .canon import CanonicalAction, Canonicalizer, available_domains, canonicalize, get_canonicalizer
-from .canon.corpus import canonicalize_corpus
-from .config import PRESETS, MinerConfig
-from .corpus import (
-    BadLine,
-    Corpus,
-    Step,
-    Trajectory,
-    corpus_stats,
-    from_hf_dataset,
-    read_corpus,
-    write_corpus,
-)
+from typing import TYPE_CHECKING
+
+from ._lazy import lazy_exports
 from .envs import register_envs
-from .errors import (
-    CanonicalizationError,
-    ConfigError,
-    CorpusError,
-    DependencyError,
-    EnvConfigError,
-    TreeFormatError,
-    XTreeError,
-)
-from .instances import NodeInstance, make_instances, node_instances, random_tree
-from .matching import Match, StreamingMatcher, find_matches
-from .mdl import MDLConfig, SkillDictionary, extract_dictionary, round_length_rewards, segcost_rewards
-from .mining import EncodedCorpus, Merge, mine, reference_mine
-from .rewards import (
-    BONUS_DESIGNS,
-    DepthBonus,
-    RunningWinRate,
-    WebShopBonus,
-    group_rewards,
-    lambda_g,
-    node_completion_reward,
-    sequence_bonus,
-)
-from .tree import Node, Segment, XTree
+
+if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
+    from .canon import CanonicalAction, Canonicalizer, available_domains, canonicalize, get_canonicalizer
+    from .canon.corpus import canonicalize_corpus
+    from .config import PRESETS, MinerConfig
+    from .corpus import (
+        BadLine,
+        Corpus,
+        Step,
+        Trajectory,
+        corpus_stats,
+        from_hf_dataset,
+        read_corpus,
+        write_corpus,
+    )
+    from .errors import (
+        CanonicalizationError,
+        ConfigError,
+        CorpusError,
+        DependencyError,
+        EnvConfigError,
+        TreeFormatError,
+        XTreeError,
+    )
+    from .instances import NodeInstance, make_instances, node_instances, random_tree
+    from .matching import Match, StreamingMatcher, find_matches
+    from .mdl import MDLConfig, SkillDictionary, extract_dictionary, round_length_rewards, segcost_rewards
+    from .mining import EncodedCorpus, Merge, mine, reference_mine
+    from .rewards import (
+        BONUS_DESIGNS,
+        DepthBonus,
+        RunningWinRate,
+        WebShopBonus,
+        group_rewards,
+        lambda_g,
+        node_completion_reward,
+        sequence_bonus,
+    )
+    from .tree import Node, Segment, XTree
+
 
 __version__ = "0.1.0"
 
 register_envs()
 
-# Names that need gymnasium are imported on first use, so the core still needs numpy only.
-_LAZY = {
+# public name -> module that defines it
+_LAZY: dict[str, str] = {
+    "CanonicalAction": "xtree_gym.canon",
+    "Canonicalizer": "xtree_gym.canon",
+    "available_domains": "xtree_gym.canon",
+    "canonicalize": "xtree_gym.canon",
+    "get_canonicalizer": "xtree_gym.canon",
+    "canonicalize_corpus": "xtree_gym.canon.corpus",
+    "PRESETS": "xtree_gym.config",
+    "MinerConfig": "xtree_gym.config",
+    "BadLine": "xtree_gym.corpus",
+    "Corpus": "xtree_gym.corpus",
+    "Step": "xtree_gym.corpus",
+    "Trajectory": "xtree_gym.corpus",
+    "corpus_stats": "xtree_gym.corpus",
+    "from_hf_dataset": "xtree_gym.corpus",
+    "read_corpus": "xtree_gym.corpus",
+    "write_corpus": "xtree_gym.corpus",
+    "CanonicalizationError": "xtree_gym.errors",
+    "ConfigError": "xtree_gym.errors",
+    "CorpusError": "xtree_gym.errors",
+    "DependencyError": "xtree_gym.errors",
+    "EnvConfigError": "xtree_gym.errors",
+    "TreeFormatError": "xtree_gym.errors",
+    "XTreeError": "xtree_gym.errors",
+    "NodeInstance": "xtree_gym.instances",
+    "make_instances": "xtree_gym.instances",
+    "node_instances": "xtree_gym.instances",
+    "random_tree": "xtree_gym.instances",
+    "Match": "xtree_gym.matching",
+    "StreamingMatcher": "xtree_gym.matching",
+    "find_matches": "xtree_gym.matching",
+    "MDLConfig": "xtree_gym.mdl",
+    "SkillDictionary": "xtree_gym.mdl",
+    "extract_dictionary": "xtree_gym.mdl",
+    "round_length_rewards": "xtree_gym.mdl",
+    "segcost_rewards": "xtree_gym.mdl",
+    "EncodedCorpus": "xtree_gym.mining",
+    "Merge": "xtree_gym.mining",
+    "mine": "xtree_gym.mining",
+    "reference_mine": "xtree_gym.mining",
+    "BONUS_DESIGNS": "xtree_gym.rewards",
+    "DepthBonus": "xtree_gym.rewards",
+    "RunningWinRate": "xtree_gym.rewards",
+    "WebShopBonus": "xtree_gym.rewards",
+    "group_rewards": "xtree_gym.rewards",
+    "lambda_g": "xtree_gym.rewards",
+    "node_completion_reward": "xtree_gym.rewards",
+    "sequence_bonus": "xtree_gym.rewards",
+    "Node": "xtree_gym.tree",
+    "Segment": "xtree_gym.tree",
+    "XTree": "xtree_gym.tree",
     "XTreeBonus": "xtree_gym.wrappers.reward",
     "InvalidActionPenalty": "xtree_gym.wrappers.reward",
     "SegCost": "xtree_gym.wrappers.mdl",
@@ -58,13 +118,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> object:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'xtree_gym' has no attribute {name!r}")
-
+__getattr__, __dir__ = lazy_exports(globals(), _LAZY)
 
 __all__ = [
     "BONUS_DESIGNS",

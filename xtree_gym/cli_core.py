@@ -5,16 +5,20 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._io import refuse_overwrite
-from .columnar import ColumnarCorpus, load_corpus
 from .config import PRESETS, MinerConfig
-from .corpus import Corpus, corpus_stats, read_corpus
 from .errors import CorpusError
-from .mining import mine, trajectory_tokens
 from .progress import progress
-from .tree import XTree
+
+if TYPE_CHECKING:
+    from .columnar import ColumnarCorpus
+    from .corpus import Corpus
+    from .tree import XTree
+
+# Registering these commands imports only the light modules above (``xtree --help`` starts without
+# numpy); each command imports the corpus, miner and tree modules when it runs.
 
 _OVERRIDES = {  # CLI option -> MinerConfig field, type
     "--p-len": ("p_len", float),
@@ -76,6 +80,8 @@ def add_keep_duplicates(p: argparse.ArgumentParser) -> None:
 
 
 def _read(paths: list[str], skip_bad: bool, keep_duplicates: bool = False) -> Corpus:
+    from .corpus import read_corpus
+
     corpus = read_corpus(paths, skip_bad=skip_bad, keep_duplicates=keep_duplicates)
     if corpus.skipped:
         print(f"skipped {len(corpus.skipped)} bad line(s); first: {corpus.skipped[0]}", file=sys.stderr)
@@ -94,6 +100,8 @@ def _load(
     paths: list[str], skip_bad: bool, sort: bool = True, **read_options: Any
 ) -> ColumnarCorpus | Corpus:
     """Like :func:`_read`, through the columnar path when the files allow it (see ``xtree_gym.columnar``)."""
+    from .columnar import load_corpus
+
     corpus = load_corpus(paths, skip_bad=skip_bad, sort=sort, **read_options)
     if corpus.skipped:
         print(f"skipped {len(corpus.skipped)} bad line(s); first: {corpus.skipped[0]}", file=sys.stderr)
@@ -109,6 +117,9 @@ def _load(
 
 
 def cmd_mine(args: argparse.Namespace) -> int:
+    from .columnar import ColumnarCorpus
+    from .mining import mine
+
     refuse_overwrite(args.output, args.corpus)
     corpus = _load(args.corpus, args.skip_bad, keep_duplicates=args.keep_duplicates)
     if isinstance(corpus, ColumnarCorpus):  # nothing reads the token strings after encoding: free them
@@ -147,6 +158,8 @@ def node_table(tree: XTree) -> list[str]:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from .tree import XTree
+
     tree = XTree.load(args.tree)
     if args.json:
         print(json.dumps(tree.summary(), indent=1))
@@ -161,6 +174,10 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_tile(args: argparse.Namespace) -> int:
+    from .columnar import ColumnarCorpus
+    from .mining import trajectory_tokens
+    from .tree import XTree
+
     tree = XTree.load(args.tree)
     corpus = _load([args.corpus], args.skip_bad, sort=False, keep_duplicates=args.keep_duplicates)
     if isinstance(corpus, ColumnarCorpus):  # tilings print in line order
@@ -182,6 +199,8 @@ def cmd_tile(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
+    from .corpus import corpus_stats
+
     corpus = _read(args.corpus, args.skip_bad, args.keep_duplicates)
     st = corpus_stats(corpus.trajectories)
     st["n_skipped_lines"] = len(corpus.skipped)

@@ -35,6 +35,11 @@ from .corpus import Corpus, Step, Trajectory, read_corpus
 from .errors import CorpusError
 from .mining_base import EncodedCorpus
 
+COLUMNAR_MIN_BYTES = 4 << 20
+"""JSONL input smaller than this (all files together) takes the object path: importing pyarrow costs
+more CPU than it saves there (``xtree mine`` on the packaged 278-episode sample imports no pyarrow).
+Parquet always takes the columnar path."""
+
 CHUNK_BYTES = 64 << 20
 """Bytes of JSONL handed to Arrow at a time (cut at a line end), so memory stays bounded."""
 # A required or string-typed key given as JSON null: Arrow reads it like a missing key, the line
@@ -44,8 +49,6 @@ _NULL_KEY = re.compile(rb'(?<!\\)"(?:id|success|steps|env|task|goal|action)"\s*:
 
 _BIG_INT_DIGITS = 4300  # Python's int() refuses longer digit strings (the validator names the line)
 _BIG_INT = re.compile(rb"\d{%d}" % _BIG_INT_DIGITS)
-_BLANK_START = re.compile(rb"[ \t\r\f\v]*(?:\n|$)")  # the block opens with a blank line
-_BLANK_LINE = re.compile(rb"\n[ \t\r\f\v]*\n")  # a blank line inside (the last newline excluded)
 
 
 class FastPathUnavailable(Exception):
@@ -112,7 +115,7 @@ class ColumnarCorpus:
         if self.sorted_by_id:
             return self
         pa = pyarrow()
-        order = np.asarray(pa.compute.sort_indices(self.ids), dtype=np.int64)
+        order = _ints(pa.compute.sort_indices(self.ids)).astype(np.int64)
         return dataclasses.replace(self, order=order, sorted_by_id=True)
 
     def without_tokens(self) -> ColumnarCorpus:
@@ -177,10 +180,10 @@ def _encode_lists(pa: Any, lists: Any) -> tuple[np.ndarray, np.ndarray, list[str
     chunks = lists.chunks if hasattr(lists, "chunks") else [lists]
     parts = []
     for ch in chunks:
-        offs = np.asarray(ch.offsets, dtype=np.int64)
+        offs = _ints(ch.offsets).astype(np.int64)
         values = ch.values.slice(int(offs[0]), int(offs[-1] - offs[0]))
         enc = pa.compute.dictionary_encode(values)
-        parts.append((np.asarray(enc.indices, dtype=np.int32), enc.dictionary.to_pylist(), np.diff(offs)))
+        parts.append((_ints(enc.indices).astype(np.int32), enc.dictionary.to_pylist(), np.diff(offs)))
     vocab = sorted({t for _, names, _ in parts for t in names})
     index = {t: i for i, t in enumerate(vocab)}
     flat = np.empty(sum(len(c) for c, _, _ in parts), dtype=np.int32)
@@ -208,7 +211,7 @@ def _sorted_codes(pa: Any, strings: Any) -> tuple[np.ndarray, list[str]]:
     order = sorted(range(len(names)), key=names.__getitem__)
     rank = np.empty(len(names), dtype=np.int32)
     rank[order] = np.arange(len(names), dtype=np.int32)
-    codes = rank[np.asarray(enc.indices, dtype=np.int64)] if len(names) else np.zeros(len(enc), np.int32)
+    codes = rank[_ints(enc.indices)] if len(names) else np.zeros(len(enc), np.int32)
     return codes.astype(np.int32, copy=False), [names[i] for i in order]
 
 
@@ -252,20 +255,44 @@ def _chunks(path: Path) -> Iterator[bytes]:
             yield block
 
 
-def _n_records(block: bytes) -> int:
+def _line_starts(block: bytes) -> np.ndarray:
+    """Offset of each line of ``block`` (a final newline opens no line).
+
+    Example:
+        >>> _line_starts(b"ab\\n\\ncd").tolist(), _line_starts(b"ab\\n").tolist()
+        ([0, 3, 4], [0])
+    """
+    ends = np.flatnonzero(np.frombuffer(block, np.uint8) == 10)
+    starts = np.empty(len(ends) + 1, dtype=np.int64)
+    starts[0] = 0
+    starts[1:] = ends + 1
+    return starts[:-1] if len(block) and block.endswith(b"\n") else starts
+
+
+def _n_records(block: bytes, starts: np.ndarray | None = None) -> int:
     """Non-blank lines in ``block`` (each must hold exactly one record).
+
+    Only lines that are empty or open with white space can be blank, so only those are looked at.
 
     Example:
         >>> _n_records(b'{"a": 1}\\n\\n  \\n{"b": 2}'), _n_records(b'{"a": 1}\\n{"b": 2}\\n')
         (2, 2)
     """
-    n = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
-    if _BLANK_START.match(block) or _BLANK_LINE.search(block, 0, max(len(block) - 1, 0)):
-        n = sum(1 for line in block.split(b"\n") if line.strip())
-    return n
+    if not block:
+        return 0
+    starts = _line_starts(block) if starts is None else starts
+    first = np.frombuffer(block, np.uint8)[starts]  # every start is inside the block
+    maybe_blank = np.flatnonzero(np.isin(first, _BLANK_OPENERS))
+    stops = np.append(starts[1:] - 1, len(block))
+    blank = sum(1 for i in maybe_blank.tolist() if not block[starts[i] : stops[i]].strip())
+    return len(starts) - blank
 
 
-def _strict_problem(block: bytes) -> str | None:
+_BLANK_OPENERS = np.frombuffer(b" \t\r\f\v\n", np.uint8)
+_ALL_BUT_BRACKETS = bytes(b for b in range(256) if b not in b"{[\n")
+
+
+def _strict_problem(block: bytes, starts: np.ndarray | None = None) -> str | None:
     """Why the strict line validator might refuse a line of ``block`` that Arrow would take, or None.
 
     Arrow's reader accepts invalid UTF-8 inside strings, ``NaN``/``Infinity``, any nesting and
@@ -274,6 +301,7 @@ def _strict_problem(block: bytes) -> str | None:
     happen (false alarms only cost speed): non-ASCII text that is not UTF-8, the words ``NaN`` or
     ``Infinity``, a ``null`` for a required or string key, a line with more brackets than the depth
     limit that ``loads_strict`` then refuses, a line long enough for a 4,300-digit integer holding one.
+    Per-line counts come from whole-block operations (``bytes.translate``, numpy), not a loop over lines.
 
     Example:
         >>> _strict_problem(b'{"id": "a", "n": [[1]]}\\n'), _strict_problem(b'{"id": "a\\xff"}\\n')
@@ -290,24 +318,54 @@ def _strict_problem(block: bytes) -> str | None:
         return "NaN or Infinity in the text"
     if b"null" in block and _NULL_KEY.search(block):
         return "a required or string field is null"
-    start = 0
-    while start < len(block):
-        end = block.find(b"\n", start)
-        end = len(block) if end < 0 else end
-        if block.count(b"{", start, end) + block.count(b"[", start, end) > MAX_JSON_DEPTH:
+    starts = _line_starts(block) if starts is None else starts
+    if len(starts) == 0:
+        return None
+    stops = np.append(starts[1:] - 1, len(block))
+    deep: set[int] = set()
+    if block.count(b"{") + block.count(b"[") > MAX_JSON_DEPTH:
+        # per-line bracket counts: keep only '{', '[' and newlines, then measure the pieces
+        per_line = map(len, block.translate(None, _ALL_BUT_BRACKETS).split(b"\n"))
+        deep = {i for i, n in enumerate(per_line) if n > MAX_JSON_DEPTH}
+    long = set(np.flatnonzero(stops - starts > _BIG_INT_DIGITS).tolist())
+    for i in sorted(deep | long):  # the first line with a problem names it, as the line loop would
+        line = block[starts[i] : stops[i]]
+        if i in deep:
             try:
-                loads_strict(block[start:end].decode("utf-8"))
+                loads_strict(line.decode("utf-8"))
             except JSONProblem as exc:
                 return str(exc)
-        if end - start > _BIG_INT_DIGITS and _BIG_INT.search(block, start, end):
+        if i in long and _BIG_INT.search(line):
             return "an integer of 4,300+ digits"
-        start = end + 1
+    return None
+
+
+def _strict_problem_slow(block: bytes) -> str | None:
+    """:func:`_strict_problem` line by line in Python: the obviously-correct version it is tested against."""
+    if not block.isascii():
+        try:
+            block.decode("utf-8")
+        except UnicodeDecodeError:
+            return "not UTF-8 text"
+    if b"NaN" in block or b"Infinity" in block:
+        return "NaN or Infinity in the text"
+    if b"null" in block and _NULL_KEY.search(block):
+        return "a required or string field is null"
+    for line in block.split(b"\n"):
+        if line.count(b"{") + line.count(b"[") > MAX_JSON_DEPTH:
+            try:
+                loads_strict(line.decode("utf-8"))
+            except JSONProblem as exc:
+                return str(exc)
+        if len(line) > _BIG_INT_DIGITS and _BIG_INT.search(line):
+            return "an integer of 4,300+ digits"
     return None
 
 
 def _parse_block(pa: Any, block: bytes) -> Any:
     """One JSONL block -> an Arrow table of the mining columns, or :class:`FastPathUnavailable`."""
-    problem = _strict_problem(block)
+    starts = _line_starts(block)
+    problem = _strict_problem(block, starts)
     if problem:
         raise FastPathUnavailable(problem)
     opts = pa.json.ParseOptions(explicit_schema=_json_schema(pa), unexpected_field_behavior="ignore")
@@ -331,7 +389,7 @@ def _parse_block(pa: Any, block: bytes) -> Any:
             raise FastPathUnavailable(str(exc)) from None
         except (UnicodeDecodeError, ValueError, OSError) as exc:
             raise FastPathUnavailable(str(exc)) from None
-    if table.num_rows != _n_records(block):
+    if table.num_rows != _n_records(block, starts):
         raise FastPathUnavailable("a line holds more or less than one record")
     return _mining_columns(pa, table)
 
@@ -392,12 +450,14 @@ def _mining_columns(pa: Any, table: Any) -> Any:
 
 
 def _strings(pa: Any, table: Any, name: str) -> Any:
+    # the "" scalar is built from buffers: converting a Python value would make pyarrow import pandas
+    empty = pa.StringArray.from_buffers(1, pa.py_buffer(bytes(8)), pa.py_buffer(b""))[0]
     if name not in table.column_names:
-        return pa.array([""] * table.num_rows, pa.string())
+        return pa.repeat(empty, table.num_rows)
     col = table.column(name)
     if not pa.types.is_string(col.type):
         raise FastPathUnavailable(f"{name} is not a string")
-    return pa.compute.fill_null(col, "")
+    return pa.compute.fill_null(col, empty)
 
 
 def _read_parquet(pa: Any, path: Path) -> Any:
@@ -441,6 +501,33 @@ def from_arrow(table: Any) -> ColumnarCorpus:
     return _assemble(pa, [] if part is None else [part])
 
 
+def _ints(arr: Any) -> np.ndarray:
+    """A null-free Arrow integer array as numpy: a view of its buffer (read-only).
+
+    Example:
+        >>> import pyarrow as pa
+        >>> _ints(pa.array([5, 6, 7], pa.int32()).slice(1)).tolist()
+        [6, 7]
+    """
+    data = np.frombuffer(arr.buffers()[1], np.dtype(str(arr.type)).newbyteorder("<"))
+    return data[arr.offset : arr.offset + len(arr)]
+
+
+def _bools(arr: Any) -> np.ndarray:
+    """A null-free Arrow boolean array as numpy, from its bit buffer.
+
+    (``np.asarray`` and ``to_numpy`` make pyarrow import pandas: +0.25 s for every ``xtree mine``; the
+    same holds for :func:`_ints`.)
+
+    Example:
+        >>> import pyarrow as pa
+        >>> _bools(pa.array([True, False, True, True]).slice(1)).tolist()
+        [False, True, True]
+    """
+    bits = np.unpackbits(np.frombuffer(arr.buffers()[1], np.uint8), bitorder="little")
+    return bits[arr.offset : arr.offset + len(arr)].astype(bool)
+
+
 def _assemble(pa: Any, tables: list[Any], sort: bool = True) -> ColumnarCorpus:
     """Join per-chunk tables (no copy), refuse duplicate ids, view in id order (unless ``sort`` is False)."""
     pc = pa.compute
@@ -453,9 +540,7 @@ def _assemble(pa: Any, tables: list[Any], sort: bool = True) -> ColumnarCorpus:
     success = column("success", pa.bool_())
     cc = ColumnarCorpus(
         ids=ids,
-        success=np.concatenate([np.asarray(c, dtype=bool) for c in success.chunks])
-        if len(ids)
-        else np.zeros(0, bool),
+        success=np.concatenate([_bools(c) for c in success.chunks]) if len(ids) else np.zeros(0, bool),
         task=column("task", pa.string()),
         env=column("env", pa.string()),
         tokens=column("tokens", strings),
@@ -468,7 +553,7 @@ def _assemble(pa: Any, tables: list[Any], sort: bool = True) -> ColumnarCorpus:
     n = len(ids_flat)
     if pc.all(pc.less(ids_flat.slice(0, n - 1), ids_flat.slice(1))).as_py():
         return cc  # already in strictly increasing id order: sorted and unique
-    order = np.asarray(pc.sort_indices(ids_flat), dtype=np.int64)
+    order = _ints(pc.sort_indices(ids_flat)).astype(np.int64)
     in_order = ids_flat.take(order)
     if pc.any(pc.equal(in_order.slice(1), in_order.slice(0, n - 1))).as_py():
         raise FastPathUnavailable("duplicate ids")  # the validator's policy and the content tie-break apply
@@ -488,11 +573,27 @@ def read_columnar(
     return _assemble(pa, tables, sort)
 
 
+def _worth_columns(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> bool:
+    """Whether the columnar path pays for its import: any Parquet file, or JSONL of COLUMNAR_MIN_BYTES+."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    total = 0
+    for p in paths:
+        try:
+            if is_parquet(p):
+                return True
+            total += os.path.getsize(p)
+        except OSError:
+            continue  # the reader names a missing or unreadable file
+    return total >= COLUMNAR_MIN_BYTES
+
+
 def load_corpus(
     paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     *,
     skip_bad: bool = False,
     sort: bool = True,
+    columnar: bool | None = None,
     **read_options: Any,
 ) -> ColumnarCorpus | Corpus:
     """Read corpus files for mining or tiling: columns when possible, else the validated object path.
@@ -501,6 +602,8 @@ def load_corpus(
     otherwise :func:`xtree_gym.corpus.read_corpus`'s :class:`Corpus` (which raises the one
     :class:`CorpusError` naming ``file:line``, or skips and counts bad lines under ``skip_bad``).
     Without ``pyarrow`` installed, always the object path. ``sort=False`` keeps line order (tiling).
+    ``columnar``: ``None`` picks by size (:data:`COLUMNAR_MIN_BYTES`), ``False`` forces the object
+    path, ``True`` tries the columnar path whatever the size.
     ``read_options`` go to :func:`read_corpus` unchanged (e.g. its policy on repeated ids): the fast
     path never sees a repeated id, so that policy always applies.
 
@@ -514,7 +617,7 @@ def load_corpus(
         >>> d = pathlib.Path(tempfile.mkdtemp())
         >>> line = '{{"id": "{}", "success": true, "steps": [{{"action": "go", "token": "go<>"}}]}}\\n'
         >>> _ = (d / "c.jsonl").write_text(line.format("b") + line.format("a"))
-        >>> c = load_corpus(d / "c.jsonl")
+        >>> c = load_corpus(d / "c.jsonl", columnar=True)
         >>> type(c).__name__, c.id_list(), c.encode().flat.tolist()
         ('ColumnarCorpus', ['a', 'b'], [0, 0])
         >>> _ = (d / "c.jsonl").write_text(line.format("a") + "not json\\n")
@@ -523,6 +626,10 @@ def load_corpus(
         ...
         xtree_gym.errors.CorpusError: ...c.jsonl:2: not valid JSON (Expecting value at column 1) -- fix: ...
     """
+    if columnar is None:
+        columnar = _worth_columns(paths)
+    if not columnar:
+        return read_corpus(paths, skip_bad=skip_bad, **read_options)
     try:
         pyarrow()
         return read_columnar(paths, sort=sort)

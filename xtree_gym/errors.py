@@ -59,3 +59,27 @@ def missing_dependency(package: str, extra: str, feature: str) -> DependencyErro
         f"{feature} needs the package {package!r}, which is not installed",
         fix=f"pip install 'xtree_gym[{extra}]'",
     )
+
+
+def require_extra(extra: str, packages: tuple[str, ...], feature: str) -> None:
+    """Raise :func:`missing_dependency` for the first of ``packages`` that cannot be imported.
+
+    Commands call this before importing their heavy modules, so a core-only install gets one line
+    naming ``xtree_gym[extra]`` instead of a traceback from deep inside an import.
+
+    Example:
+        >>> require_extra("core", ("json",), "xtree demo")
+        >>> require_extra("train", ("no_such_package_xyz",), "xtree train sft")
+        Traceback (most recent call last):
+        ...
+        xtree_gym.errors.DependencyError: xtree train sft needs the package 'no_such_package_xyz', which is not installed -- fix: pip install 'xtree_gym[train]'
+    """
+    import importlib.util
+
+    for package in packages:
+        try:
+            found = importlib.util.find_spec(package) is not None
+        except (ImportError, ValueError):  # a parent package missing, or a module set to None
+            found = False
+        if not found:
+            raise missing_dependency(package, extra, feature)

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, require_extra
 
 
 def parse_env_args(pairs: list[str] | None, option: str = "--env-arg") -> dict[str, Any]:
@@ -33,6 +33,8 @@ def parse_env_args(pairs: list[str] | None, option: str = "--env-arg") -> dict[s
 
 
 def _handler(args: argparse.Namespace) -> int:
+    if args.backend == "hf":  # the model backends import torch; scripted and oracle play without it
+        require_extra("train", ("torch", "transformers"), "xtree eval --backend hf")
     from .evaluate import evaluate
 
     sampling: dict[str, Any] = {

@@ -13,25 +13,26 @@ checkpoints and metrics. Only two things differ from online RLVR:
 
 Defaults are Table 7's first column (n 2, 805 steps, 6 nodes a step, lr 5e-7, no KL, temperature
 0.7, no invalid penalty, α 0.3, γ 0.5).
+
+This module is the method's config and its pure instance logic, and imports no torch (``xtree train
+--help`` builds its flags from :class:`OfflineConfig`); the trainer subclass lives in
+:mod:`xtree_gym.agents.offline_trainer`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
-from ..instances import NodeInstance, make_instances, write_instances
 from ..rewards import ALPHA, GAMMA, NODE_REWARDS
 from .config import GRPOConfig
-from .trainer import GRPOTrainer
 from .types import TaskSpec
+
+if TYPE_CHECKING:
+    from ..instances import NodeInstance
 
 INSTANCE_SETS = {
     "xtree": "node",
@@ -126,6 +127,7 @@ def check_offline(cfg: OfflineConfig) -> None:
 def build_instances(cfg: OfflineConfig) -> list[NodeInstance]:
     """The instance set ``cfg.instances`` names, cut from ``cfg.corpus`` (same corpus + seed -> same set)."""
     from ..corpus import read_corpus
+    from ..instances import make_instances
     from ..tree import XTree
 
     trajs = read_corpus(cfg.corpus).trajectories
@@ -164,12 +166,15 @@ def instance_tasks(
     """``count`` instances of ``pool`` (indices) for a step, without replacement while the pool lasts.
 
     Example:
+        >>> from xtree_gym.instances import NodeInstance
         >>> insts = [NodeInstance(f"t@{i}:{i + 1}", "t", "node", "S0", 1, i, i + 1, task="boil",
         ...          prefix=[{}] * i, gold=[{"action": "a"}]) for i in range(4)]
         >>> ts = instance_tasks(insts, [0, 1, 2, 3], 2, seed=0, step=1)
         >>> [t.reset_options["index"] for t in ts] == [t.reset_options["index"] for t in instance_tasks(insts, [0, 1, 2, 3], 2, seed=0, step=1)]
         True
     """
+    import numpy as np
+
     rng = np.random.default_rng([int(seed), int(step), 0x0FF1])
     picks = list(rng.permutation(len(pool)))
     while len(picks) < count:
@@ -189,55 +194,11 @@ def instance_tasks(
     return out
 
 
-class OfflineTrainer(GRPOTrainer):
-    """:class:`GRPOTrainer` whose tasks are node instances replayed by ``XTree-NodeReplay-v0``."""
-
-    def __init__(self, cfg: OfflineConfig, **kwargs: Any) -> None:
-        cfg = cfg.resolved()
-        self.instances = build_instances(cfg)
-        path = Path(cfg.output_dir) / INSTANCES_FILE
-        _write_once(path, self.instances)
-        env_kwargs = {**cfg.env_kwargs, "instances": str(path), "reward": cfg.reward, "alpha": cfg.alpha,
-                      "gamma": cfg.gamma, "obs_mode": "full"}  # fmt: skip
-        horizon = max(i.length for i in self.instances)
-        # the episode cap is the node horizon (Table 7); the env itself ends each instance at its ℓ_v
-        cfg = dataclasses.replace(cfg, env_kwargs=env_kwargs, max_steps=horizon)
-        self.depth_counts = dict(sorted(Counter(i.depth for i in self.instances).items()))
-        super().__init__(cfg, **kwargs)
-
-    def pool(self, step: int) -> list[int]:
-        """Instance indices step ``step`` draws from (all, or the curriculum's current depth)."""
-        cfg = self.cfg
-        if getattr(cfg, "curriculum", "none") != "depth":
-            return list(range(len(self.instances)))
-        depth = curriculum_phase(step, cfg.steps, self.depth_counts)
-        return [i for i, inst in enumerate(self.instances) if inst.depth == depth]
-
-    def sample_tasks(self, step: int) -> list[TaskSpec]:
-        return instance_tasks(
-            self.instances, self.pool(step), self.cfg.tasks_per_step, seed=self.cfg.seed, step=step
-        )
-
-
-def _write_once(path: Path, instances: Sequence[NodeInstance]) -> None:
-    """Write the instance file from the main process only (every rank builds the same set)."""
-    try:
-        from accelerate import PartialState
-
-        state = PartialState()
-        if state.is_main_process:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_instances(path, instances)
-        state.wait_for_everyone()
-    except ImportError:  # pragma: no cover - accelerate is in the train extra with the trainer
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_instances(path, instances)
-
-
 def instance_summary(instances: Sequence[NodeInstance]) -> dict[str, Any]:
     """Count, kinds, depth and length histograms of an instance set (what each control flag produces).
 
     Example:
+        >>> from xtree_gym.instances import NodeInstance
         >>> i = NodeInstance("t@0:2", "t", "node", "S0", 1, 0, 2, gold=[{"action": "a"}, {"action": "b"}])
         >>> instance_summary([i])
         {'instances': 1, 'kinds': {'node': 1}, 'depths': {1: 1}, 'lengths': {2: 1}}

@@ -20,10 +20,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
-from .sft_rows import SFTRow, read_rows, tokenize_row
+
+if TYPE_CHECKING:  # the rows module pulls in numpy and the harnesses: imported when training starts
+    from .sft_rows import SFTRow
 
 SFT_KEYS = ("step", "epoch", "loss", "rows", "tokens", "target_tokens", "lr", "grad_norm", "seconds")
 """Keys on every line of an SFT run's ``metrics.jsonl``."""
@@ -92,6 +94,7 @@ def warm_start_rows(rows: Sequence[SFTRow], n: int, seed: int = 0) -> list[SFTRo
     """The rows of ``n`` trajectories drawn uniformly (seeded) from those the rows cover; all when ``n`` is 0.
 
     Example:
+        >>> from xtree_gym.agents.sft_rows import SFTRow
         >>> rs = [SFTRow(f"t{i}@0:1#node", "node", f"t{i}", 0, 1, "", [], "x") for i in range(5)]
         >>> [r.trajectory_id for r in warm_start_rows(rs, 2, seed=0)]
         ['t3', 't4']
@@ -110,6 +113,7 @@ def warm_start_rows(rows: Sequence[SFTRow], n: int, seed: int = 0) -> list[SFTRo
 def to_train_rows(rows: Sequence[SFTRow], tokenizer: Any, max_len: int) -> tuple[list[Any], int]:
     """The trainer's :class:`~xtree_gym.agents.rows.Row` for each SFT row (tokenized if needed); (rows, skipped)."""
     from .rows import Row
+    from .sft_rows import tokenize_row
 
     out, skipped = [], 0
     for r in rows:
@@ -185,6 +189,7 @@ def train_sft(cfg: SFTConfig) -> dict[str, Any]:
     from .checkpoint import find_checkpoint, load_model_weights, load_optimizer, read_state
     from .metrics import MetricsWriter
     from .models import load_model
+    from .sft_rows import read_rows
 
     cfg.check()
     device = "cuda" if torch.cuda.is_available() else "cpu"

@@ -42,7 +42,8 @@ def run_sft(cfg: Any) -> int:
 
 
 def run_offline(cfg: Any) -> int:
-    from .offline import OfflineTrainer, instance_summary
+    from .offline import instance_summary
+    from .offline_trainer import OfflineTrainer
 
     trainer = OfflineTrainer(cfg)
     if trainer.acc.is_main_process:

@@ -20,12 +20,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, require_extra
 
 TRAIN_MODULES: tuple[str, ...] = ("xtree_gym.agents.train_cli", "xtree_gym.agents.sft_offline_cli")
 """Modules adding ``xtree train`` methods (each defines ``register_train(train_sub)``)."""
 
 RECIPE_DIR = Path(__file__).parent / "recipes"
+
+TRAIN_PACKAGES = ("torch", "transformers", "accelerate", "safetensors")
+"""What every ``xtree train`` method imports (the ``train`` extra); checked before any of it is imported."""
 
 
 def recipes() -> dict[str, Path]:
@@ -67,6 +70,7 @@ def add_train_command(
     p.add_argument("--print-config", action="store_true", help="print the resolved config as JSON and exit")
 
     def _cmd(args: argparse.Namespace) -> int:
+        require_extra("train", TRAIN_PACKAGES, f"xtree train {name}")
         cfg = config_from_cli(config_cls, args)
         if args.print_config:
             print(json.dumps(dataclasses.asdict(cfg), indent=1))
