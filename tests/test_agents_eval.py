@@ -321,3 +321,27 @@ def test_eval_node_harness_goes_through_the_macro_wrapper(tmp_path, monkeypatch,
     # the same protocol inside an env worker process: the same episode
     monkeypatch.undo()
     assert _node_eval(tmp_path, "worker", workers=1)["steps"] == steps
+
+
+def test_eval_takes_the_harness_stop_and_response_length_unless_given(monkeypatch, tmp_path):
+    """A model that never closes its tag must not run on for 512 tokens a turn: the defaults are the
+    harness's (``</action>``, its protocol's length); explicit settings win."""
+    from xtree_gym.agents import evaluate as ev
+    from xtree_gym.agents.harness.base import get_harness
+
+    seen: list[dict] = []
+
+    def fake_generator(backend, model, *, device, sampling):
+        seen.append(dict(sampling))
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(ev, "_generator", fake_generator)
+    for sampling in ({}, {"max_new_tokens": 40, "stop": ("\n",)}):
+        with pytest.raises(RuntimeError, match="stop here"):
+            ev.evaluate(
+                "XTree-Countdown-v0", model="tiny-random", harness="rlvmr", tasks=1, sampling=sampling
+            )
+    rlvmr = get_harness("rlvmr")
+    assert seen[0]["stop"] == ("</action>",) == rlvmr.stop
+    assert seen[0]["max_new_tokens"] == rlvmr.response_tokens == 256
+    assert seen[1]["stop"] == ("\n",) and seen[1]["max_new_tokens"] == 40

@@ -83,3 +83,44 @@ def test_warm_start_and_cli(rows_file, tmp_path, capsys):
     assert out["step"] == 1 and out["rows"] == len(kept)
     assert main(["train", "sft", "--rows", str(tmp_path / "nope.jsonl"), "-o", str(tmp_path / "x")]) == 1
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_rows_tokenized_for_another_model_are_one_error_not_an_index_error(rows_file, tmp_path):
+    """Rows whose ids pass the model's vocabulary (built with --tokenizer for a bigger model) and rows
+    whose ids fit but come from another tokenizer are refused before any training, naming the fix."""
+    from dataclasses import replace
+
+    from xtree_gym.agents.models import load_tokenizer
+    from xtree_gym.agents.sft_rows import tokenize_row
+
+    tok = load_tokenizer("tiny-random")
+    rows = [tokenize_row(r, tok) for r in read_rows(rows_file)]
+    too_big = [replace(r, input_ids=[i + 10_000 for i in r.input_ids or []]) for r in rows]
+    shifted = [replace(r, input_ids=[(i + 1) % 100 for i in r.input_ids or []]) for r in rows]
+    for bad, words in ((too_big, "vocabulary has"), (shifted, "another tokenizer")):
+        path = tmp_path / f"rows-{words.split()[0]}.jsonl"
+        write_rows(path, bad)
+        with pytest.raises(ConfigError, match=words) as exc:
+            train_sft(_cfg(path, tmp_path / "run"))
+        assert "--tokenizer" in str(exc.value)
+        assert not (tmp_path / "run" / "metrics.jsonl").exists()
+    good = tmp_path / "rows-good.jsonl"
+    write_rows(good, rows)  # the model's own tokenizer's ids train
+    assert train_sft(_cfg(good, tmp_path / "ok", epochs=1))["step"] >= 1
+
+
+def test_sft_shows_progress_per_micro_batch_and_names_each_phase(rows_file, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("XTREE_PROGRESS", "1")  # the redrawn bar, as on a terminal
+    train_sft(_cfg(rows_file, tmp_path / "run", epochs=1, progress=True, micro_batch_tokens=512))
+    err = capsys.readouterr().err
+    for phase in (
+        "reading rows",
+        "loading model",
+        "tokenizing",
+        "loss before training",
+        "loss after training",
+    ):
+        assert phase in err
+    assert "sft rows" in err and "step 1/" in err
+    n_rows = len(read_rows(rows_file))
+    assert f"{n_rows}/{n_rows}" in err  # the bar counted rows, micro-batch by micro-batch

@@ -65,6 +65,7 @@ class Progress:
         self.total = total
         self.desc = desc
         self.n = 0
+        self.postfix = ""
         self.mode = _mode(enabled)
         self.enabled = self.mode is not None
         self._start = time.monotonic()
@@ -95,6 +96,24 @@ class Progress:
     def set_description(self, desc: str) -> None:
         self.desc = desc
 
+    def set_postfix(self, text: str) -> None:
+        """Text shown after the count, for work that moves inside an item (turns, tokens of an episode).
+
+        Example:
+            >>> bar = Progress(total=2, desc="eval", enabled=False)
+            >>> bar.set_postfix("3 turns, 41.0 tok/s")
+            >>> bar._text(bar._start + 10).endswith("| 3 turns, 41.0 tok/s")
+            True
+        """
+        self.postfix = text
+        if self.enabled:
+            now = time.monotonic()
+            self._maybe_draw(now, force=self.mode == "bar" and now - self._last >= 0.1)
+
+    def elapsed(self) -> float:
+        """Seconds since the bar started."""
+        return time.monotonic() - self._start
+
     def _maybe_draw(self, now: float, force: bool) -> None:
         if self.mode == "log":
             if now >= self._next_log:
@@ -104,6 +123,10 @@ class Progress:
             self._draw(now)
 
     def _text(self, now: float) -> str:
+        text = self._count_text(now)
+        return f"{text} | {self.postfix}" if self.postfix else text
+
+    def _count_text(self, now: float) -> str:
         elapsed = now - self._start
         rate = self.n / elapsed if elapsed > 0 else 0.0
         if self.total:

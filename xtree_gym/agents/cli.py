@@ -37,12 +37,12 @@ def _handler(args: argparse.Namespace) -> int:
         require_extra("train", ("torch", "transformers"), "xtree eval --backend hf")
     from .evaluate import evaluate
 
-    sampling: dict[str, Any] = {
-        "temperature": args.temperature,
-        "top_p": args.top_p,
-        "max_new_tokens": args.max_new_tokens,
-        "stop": tuple(args.stop or ()),
-    }
+    sampling: dict[str, Any] = {"temperature": args.temperature, "top_p": args.top_p}
+    # unset: the harness's own (its closing tag, the response length its protocol needs)
+    if args.max_new_tokens is not None:
+        sampling["max_new_tokens"] = args.max_new_tokens
+    if args.stop:
+        sampling["stop"] = tuple(args.stop)
     if args.backend in ("scripted", "oracle"):
         sampling = {}
     if args.backend == "scripted":
@@ -120,8 +120,18 @@ def register_cli(subparsers: Any, collect_subparsers: Any) -> None:
     p.add_argument("--responses", metavar="FILE", help="scripted backend: a JSON list of responses (cycled)")
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
     p.add_argument("--top-p", type=float, default=1.0)
-    p.add_argument("--max-new-tokens", type=int, default=512)
-    p.add_argument("--stop", action="append", metavar="TEXT", help="stop string (repeatable)")
+    p.add_argument(
+        "--max-new-tokens",
+        type=int,
+        default=None,
+        help="response tokens per turn at most (default: the harness's, e.g. 256 for rlvmr)",
+    )
+    p.add_argument(
+        "--stop",
+        action="append",
+        metavar="TEXT",
+        help="stop string (repeatable; default: the harness's closing tag, e.g. </action>)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seeds the task subset and the sampling")
     p.add_argument("--device", default="cpu", help="cpu or cuda")
     p.add_argument("--workers", type=int, default=0, help="env subprocesses (0 = in-process)")

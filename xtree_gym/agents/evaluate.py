@@ -303,6 +303,9 @@ def evaluate(
         args.pop("task", None)
     h = _harness(harness, env_id, harness_args or {})
     gen_settings = {"seed": seed, **dict(sampling or {})}
+    if backend in ("hf", "vllm") and generator is None:  # a model: the protocol's stop and length
+        gen_settings.setdefault("max_new_tokens", h.response_tokens)
+        gen_settings.setdefault("stop", h.stop)
     if generator is not None:
         gen, tok = generator, getattr(generator, "tokenizer", None)
         backend = str(getattr(generator, "name", backend))

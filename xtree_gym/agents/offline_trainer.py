@@ -21,6 +21,8 @@ from .types import TaskSpec
 class OfflineTrainer(GRPOTrainer):
     """:class:`GRPOTrainer` whose tasks are node instances replayed by ``XTree-NodeReplay-v0``."""
 
+    method = "offline"
+
     def __init__(self, cfg: OfflineConfig, **kwargs: Any) -> None:
         cfg = cfg.resolved()
         self.instances = build_instances(cfg)

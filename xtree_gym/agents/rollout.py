@@ -177,6 +177,8 @@ class _Run:
         self.done: list[Episode] = []
         self.seen_ids: set[str] = set()
         self.bar: Progress | None = None
+        self.turns = 0  # generated turns and tokens so far: the bar moves per turn, not per episode
+        self.tokens = 0
 
     # -- env handles -------------------------------------------------------------------------------
     def _acquire(self, kwargs: dict[str, Any]) -> tuple[tuple[str, str], Any]:
@@ -279,6 +281,7 @@ class _Run:
     def step_all(self, lives: list[_Live]) -> list[_Live]:
         """Generate, parse and step every live episode once; returns those still running."""
         outputs = self.generate(lives)
+        self._count_turns(outputs)
         sent: list[tuple[_Live, Turn, list[str]]] = []
         for live, (req, gen, parsed, failed) in zip(lives, outputs):
             turn = Turn(
@@ -321,6 +324,13 @@ class _Run:
                     continue
                 running.append(live)
         return running
+
+    def _count_turns(self, outputs: list[tuple[GenRequest, Generation, ParsedAction, list[str]]]) -> None:
+        self.turns += len(outputs)
+        self.tokens += sum(len(gen.completion_ids) for _, gen, _, _ in outputs)
+        if self.bar is not None:
+            rate = self.tokens / max(self.bar.elapsed(), 1e-9)
+            self.bar.set_postfix(f"{self.turns} turns, {self.tokens} tokens, {rate:.1f} tok/s")
 
     def _invalid_turn(self, live: _Live, turn: Turn, error: str) -> None:
         turn.token, turn.slots = NO_ACTION_TOKEN, {"rest": ""}

@@ -17,7 +17,7 @@ import dataclasses
 import math
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -128,12 +128,19 @@ def to_train_rows(rows: Sequence[SFTRow], tokenizer: Any, max_len: int) -> tuple
 
 
 def sft_step(
-    model: Any, rows: Sequence[Any], *, pad_id: int, micro_batch_tokens: int, device: Any
+    model: Any,
+    rows: Sequence[Any],
+    *,
+    pad_id: int,
+    micro_batch_tokens: int,
+    device: Any,
+    on_batch: Callable[[int], None] | None = None,
 ) -> dict[str, float]:
     """Accumulate the target-token mean NLL of ``rows`` over micro-batches (backward only; no optimizer step).
 
     Every target token of the step weighs ``1 / (target tokens of the step)``, so the accumulated
     gradient is the gradient of the step's token-mean loss whatever the micro-batching.
+    ``on_batch(k)`` is told after each micro-batch of ``k`` rows (a step of 256 long rows is minutes on CPU).
     """
     from .losses import loss_weights, token_logps
     from .rows import collate, micro_batches
@@ -148,26 +155,82 @@ def sft_step(
         loss = (nll * w).sum()
         loss.backward()
         loss_sum += float(loss.detach())
+        if on_batch is not None:
+            on_batch(len(idx))
     return {"loss": loss_sum, "target_tokens": total, "tokens": float(sum(len(r) for r in rows))}
 
 
 def evaluate_loss(
-    model: Any, rows: Sequence[Any], *, pad_id: int, micro_batch_tokens: int, device: Any
+    model: Any,
+    rows: Sequence[Any],
+    *,
+    pad_id: int,
+    micro_batch_tokens: int,
+    device: Any,
+    desc: str = "",
+    progress: bool | None = False,
 ) -> float:
-    """The target-token mean NLL of ``rows`` under ``model``, no gradient (for before/after checks)."""
+    """The target-token mean NLL of ``rows`` under ``model``, no gradient (for before/after checks).
+
+    A pass over every row is as long as an epoch's forward passes: ``desc``/``progress`` show a bar
+    moving per micro-batch.
+    """
     import torch
 
+    from ..progress import progress as progress_bar
     from .losses import token_logps
     from .rows import collate, micro_batches
 
     total, n = 0.0, 0.0
+    batches = list(micro_batches(rows, micro_batch_tokens))
     with torch.no_grad():
-        for idx in micro_batches(rows, micro_batch_tokens):
+        for idx in progress_bar(batches, desc=desc or "loss", enabled=progress):
             batch = collate([rows[i] for i in idx], pad_id, device=device)
             logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits[:, :-1]
             total += float((-token_logps(logits, batch.labels) * batch.mask).sum())
             n += float(batch.mask.sum())
     return total / max(n, 1.0)
+
+
+def check_tokenization(rows: Sequence[SFTRow], tokenizer: Any, vocab_size: int, where: str) -> None:
+    """Refuse pre-tokenized rows that do not belong to this model: ids past its vocabulary, or ids
+    its tokenizer would not produce (rows built with ``--tokenizer`` for another model).
+
+    Rows without ids are tokenized here by the model's own tokenizer, so they always fit.
+    """
+    from .sft_rows import tokenize_row
+
+    given = [r for r in rows if r.input_ids]
+    if not given:
+        return
+    top = max(max(r.input_ids or [0]) for r in given)
+    rebuild = (
+        "rebuild the rows with `xtree sft-rows ... --tokenizer M` for this --model M, "
+        "or without --tokenizer (they are then tokenized for the model at training time)"
+    )
+    if top >= vocab_size:
+        raise ConfigError(
+            f"row token ids go up to {top}, but the model's vocabulary has {vocab_size} entries",
+            where=where,
+            fix=rebuild,
+        )
+    probe = tokenize_row(dataclasses.replace(given[0], input_ids=None, loss_mask=None), tokenizer)
+    if probe.input_ids != given[0].input_ids:
+        raise ConfigError(
+            f"row {given[0].id!r} was tokenized by another tokenizer than the model's",
+            where=where,
+            fix=rebuild,
+        )
+
+
+def _say(message: str) -> None:
+    import sys
+
+    print(message, file=sys.stderr, flush=True)
+
+
+def _quiet(message: str) -> None:
+    pass
 
 
 def _schedule(n_rows: int, cfg: SFTConfig) -> list[tuple[int, list[int]]]:
@@ -192,12 +255,16 @@ def train_sft(cfg: SFTConfig) -> dict[str, Any]:
     from .sft_rows import read_rows
 
     cfg.check()
+    say = _say if cfg.progress else _quiet
     device = "cuda" if torch.cuda.is_available() else "cpu"
     dtype = cfg.dtype or ("bfloat16" if device == "cuda" else None)
+    say(f"sft: reading rows from {cfg.rows}")
+    sft_rows = warm_start_rows(read_rows(cfg.rows), cfg.warm_start, cfg.seed)
+    say(f"sft: loading model {cfg.model} on {device} (a first smollm2 load dequantizes its GGUF once)")
     model, tok = load_model(cfg.model, device=device, dtype=dtype, seed=cfg.seed)
-    rows, skipped = to_train_rows(
-        warm_start_rows(read_rows(cfg.rows), cfg.warm_start, cfg.seed), tok, cfg.max_len
-    )
+    check_tokenization(sft_rows, tok, model.get_input_embeddings().num_embeddings, cfg.rows)
+    say(f"sft: tokenizing {len(sft_rows)} rows")
+    rows, skipped = to_train_rows(sft_rows, tok, cfg.max_len)
     if not rows:
         raise ConfigError(f"no row of {cfg.rows!r} fits max_len = {cfg.max_len}", fix="raise --max-len")
     pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
@@ -214,10 +281,15 @@ def train_sft(cfg: SFTConfig) -> dict[str, Any]:
     writer.truncate(start)
     _write_config(run, cfg)
     kw = {"pad_id": pad_id, "micro_batch_tokens": cfg.micro_batch_tokens, "device": device}
-    initial = evaluate_loss(model, rows, **kw) if start == 0 else math.nan
+    shown = None if cfg.progress else False
+    initial = (
+        evaluate_loss(model, rows, **kw, desc="sft: loss before training", progress=shown)
+        if start == 0
+        else math.nan
+    )
     line = _run_steps(model, opt, rows, schedule, start, cfg, writer, tok, kw)
     writer.close()
-    final = evaluate_loss(model, rows, **kw)
+    final = evaluate_loss(model, rows, **kw, desc="sft: loss after training", progress=shown)
     return {
         **line,
         "output_dir": str(run),
@@ -237,21 +309,22 @@ def _run_steps(
     from ..progress import Progress
     from .checkpoint import save_checkpoint
 
-    bar = Progress(total=len(schedule) - start, desc="sft", enabled=None if cfg.progress else False)
+    todo = sum(len(idx) for _, idx in schedule[start:])
+    bar = Progress(total=todo, desc="sft rows", enabled=None if cfg.progress else False)
     line: dict[str, Any] = {}
     model.train()
     for step in range(start + 1, len(schedule) + 1):
         t0 = time.perf_counter()
         epoch, idx = schedule[step - 1]
         opt.zero_grad(set_to_none=True)
-        stats = sft_step(model, [rows[i] for i in idx], **kw)
+        stats = sft_step(model, [rows[i] for i in idx], **kw, on_batch=bar.update)
+        bar.set_postfix(f"step {step}/{len(schedule)} loss {stats['loss']:.4f}")
         norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm or float("inf"))
         opt.step()
         line = {"step": step, "epoch": epoch, "loss": stats["loss"], "rows": len(idx), "tokens": stats["tokens"],
                 "target_tokens": stats["target_tokens"], "lr": cfg.lr, "grad_norm": float(norm),
                 "seconds": time.perf_counter() - t0}  # fmt: skip
         writer.write(line)
-        bar.update()
         epoch_end = step == len(schedule) or schedule[step][0] != epoch
         if (
             step == len(schedule)

@@ -110,6 +110,9 @@ def push_weights_to_vllm(gen: Any, model: Any) -> None:
 class GRPOTrainer:
     """Owns the policy, its reference, the optimizer and the run folder; :meth:`train` runs it."""
 
+    method = "rlvr"
+    """The ``xtree train`` method name shown on the progress bar."""
+
     def __init__(
         self, cfg: GRPOConfig, *, accelerator: Any = None, generator_factory: Callable[..., Any] | None = None
     ):
@@ -440,12 +443,12 @@ class GRPOTrainer:
         self.writer.truncate(self.step)
         lines = []
         enabled = self.cfg.progress and self.acc.is_main_process
-        with Progress(total=self.cfg.steps, desc="rlvr", enabled=None if enabled else False) as bar:
+        with Progress(total=self.cfg.steps, desc=self.method, enabled=None if enabled else False) as bar:
             bar.update(self.step)
             while self.step < self.cfg.steps:
                 m = self.train_step()
                 lines.append(m)
-                bar.set_description(f"rlvr reward {m['reward']:.3f} win {m['win_rate']:.2f}")
+                bar.set_description(f"{self.method} reward {m['reward']:.3f} win {m['win_rate']:.2f}")
                 bar.update()
         self.writer.close()
         return lines

@@ -109,6 +109,12 @@ class Harness:
     """The protocol's episode cap in env steps (30 ScienceWorld, 15 WebShop, 30 WebArena)."""
     needs_valid_actions: ClassVar[bool] = False
     """True when the prompt lists admissible actions (costly on ScienceWorld: asked per turn)."""
+    stop: ClassVar[tuple[str, ...]] = ()
+    """Text that ends a response under this protocol (``</action>``): generation stops there, since
+    nothing after it is read. ``xtree eval`` uses it unless ``--stop`` is given."""
+    response_tokens: ClassVar[int] = 256
+    """The response length the protocol needs (a short think plus the action): ``xtree eval``'s
+    ``--max-new-tokens`` default, so a model that never closes its tag cannot run on for minutes."""
 
     max_parse_retries: int = 0
     """How often the rollout may re-ask after an unparseable response (BrowserGym's ``n_retry``); 0 = never."""

@@ -125,6 +125,7 @@ class BrowserGymHarness(WordedHarness):
     name: ClassVar[str] = "browsergym"
     envs: ClassVar[tuple[str, ...]] = ("miniwob", "webarena")
     step_limit: ClassVar[int] = 30
+    stop: ClassVar[tuple[str, ...]] = ("</action>",)
     WORDING: ClassVar[dict[str, str]] = WORDING
     PLACEHOLDERS: ClassVar[dict[str, frozenset[str]]] = PLACEHOLDERS
     default_history: ClassVar[int] = 1_000_000  # the generic agent shows every earlier step

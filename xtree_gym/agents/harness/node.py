@@ -88,6 +88,7 @@ class NodeHarness(WordedHarness):
     name: ClassVar[str] = "node"
     envs: ClassVar[tuple[str, ...]] = ()
     step_limit: ClassVar[int] = 30
+    response_tokens: ClassVar[int] = 512  # a plan and several actions
     WORDING: ClassVar[dict[str, str]] = WORDING
     PLACEHOLDERS: ClassVar[dict[str, frozenset[str]]] = PLACEHOLDERS
 

@@ -48,6 +48,7 @@ class ReplayHarness(WordedHarness):
     name: ClassVar[str] = "replay"
     envs: ClassVar[tuple[str, ...]] = ("nodereplay",)
     step_limit: ClassVar[int] = 30
+    stop: ClassVar[tuple[str, ...]] = ("</action>",)
     WORDING: ClassVar[dict[str, str]] = WORDING
     PLACEHOLDERS: ClassVar[dict[str, frozenset[str]]] = PLACEHOLDERS
     default_history: ClassVar[int] = 0

@@ -69,6 +69,7 @@ class RLVMRHarness(WordedHarness):
     name: ClassVar[str] = "rlvmr"
     envs: ClassVar[tuple[str, ...]] = ("scienceworld",)
     step_limit: ClassVar[int] = 30
+    stop: ClassVar[tuple[str, ...]] = ("</action>",)
     WORDING: ClassVar[dict[str, str]] = WORDING
     PLACEHOLDERS: ClassVar[dict[str, frozenset[str]]] = PLACEHOLDERS
     advice_domain: ClassVar[str | None] = "scienceworld"

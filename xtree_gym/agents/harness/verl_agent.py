@@ -91,6 +91,7 @@ class VerlAgentWebShopHarness(WordedHarness):
     name: ClassVar[str] = "verl-agent"
     envs: ClassVar[tuple[str, ...]] = ("webshop",)
     step_limit: ClassVar[int] = 15
+    stop: ClassVar[tuple[str, ...]] = ("</action>",)
     needs_valid_actions: ClassVar[bool] = True
     WORDING: ClassVar[dict[str, str]] = WORDING
     PLACEHOLDERS: ClassVar[dict[str, frozenset[str]]] = PLACEHOLDERS
