@@ -273,3 +273,17 @@ def test_collect_webshop_on_a_split_without_goals_is_an_error_not_a_hang(tmp_pat
     assert rc == 1 and "holds no goals" in out and "--split all" in out, out
     rc, out = _run_bounded([*argv, "--split", "all", "-o", str(tmp_path / "ws.jsonl")], env, timeout=60)
     assert rc == 0 and "wrote 1 episodes" in out, out
+
+
+def test_readme_snippet_mines_and_tiles_what_its_comments_say() -> None:
+    """The README's Python snippet, up to the env, runs as written and prints what its comments show."""
+    readme = (ROOT / "README.md").read_text()
+    snippet = readme.split("```python", 1)[1].split("```", 1)[0]
+    head = snippet.split("env = gym.make", 1)[0]
+    tile_line = next(line for line in head.splitlines() if line.startswith("tree.tile("))
+    expected = tile_line.split("#", 1)[1].strip()
+    ns: dict[str, object] = {}
+    exec(compile(head.replace(tile_line, ""), "README.md", "exec"), ns)
+    shown = eval(tile_line.split("#", 1)[0], ns)
+    assert repr(shown) == expected
+    assert len(ns["tree"]) == 80  # the "80 nodes" the comment states  # type: ignore[arg-type]

@@ -216,3 +216,14 @@ def test_bad_input_is_one_error_line(tmp_path, capsys, command):
         assert err.startswith(f"xtree {command}: error: ") and err.count("\n") == 1, err
         assert expected in err, (expected, err)
     assert not Path(out).exists()
+
+
+def test_cli_report_says_the_file_size_in_bytes(tmp_path, capsys):
+    """The report is UTF-8 with non-ASCII text (λ, →): the printed size is the file's, not its characters."""
+    tree, corpus = str(DATA / "shop_tree.json"), str(DATA / "shop_corpus.jsonl")
+    out = tmp_path / "r.html"
+    assert main(["report", tree, "--corpus", corpus, "-o", str(out)]) == 0
+    said = capsys.readouterr().out
+    size = out.stat().st_size
+    assert len(out.read_text(encoding="utf-8")) < size  # the page has multi-byte characters
+    assert f"({size:,} bytes," in said

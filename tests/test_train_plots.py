@@ -45,3 +45,27 @@ def test_plot_run_writes_both_figures(tmp_path: Path, capsys: pytest.CaptureFixt
 def test_plot_run_without_metrics_is_one_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plot-run", str(tmp_path), "-o", str(tmp_path / "fig")]) == 1
     assert "holds no metrics.jsonl" in capsys.readouterr().err
+
+
+def test_plots_have_integer_steps_plain_numbers_and_say_when_shaping_is_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("matplotlib")
+    from matplotlib.ticker import MaxNLocator
+
+    from xtree_gym.agents import plots
+
+    figures = []
+    monkeypatch.setattr(plots, "save_png", lambda fig, path, **kw: figures.append(fig))
+    lines = [{"step": s, "reward": 1e-4 * s + 0.25, "win_rate": 0.0, "lambda_g": 0.75} for s in range(1, 3)]
+    run = _run(tmp_path / "smoke", lines)
+    (run / "config.json").write_text(json.dumps({"shaping": "none"}))
+    plots.plot_runs([run], tmp_path / "fig")
+    curves, lam = figures
+    reward_ax = next(ax for ax in curves.axes if ax.get_title() == "reward")
+    reward_ax.figure.canvas.draw()
+    assert isinstance(reward_ax.xaxis.get_major_locator(), MaxNLocator)
+    assert all(float(t).is_integer() for t in reward_ax.get_xticks())  # steps 1, 2: no 1.25
+    assert reward_ax.yaxis.get_offset_text().get_text() == ""  # 0.2501 reads as itself, no "+2.5e-1"
+    note = " ".join(t.get_text() for ax in lam.axes for t in ax.texts)
+    assert "smoke: shaping none" in note and "no λ_g" in note

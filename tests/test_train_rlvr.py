@@ -182,3 +182,19 @@ def test_print_config_merges_file_and_flags(tmp_path: Path, capsys: pytest.Captu
     )
     out = json.loads(capsys.readouterr().out)
     assert (out["steps"], out["n"], out["tasks_per_step"], out["env_kwargs"]) == (7, 3, 5, {"a": 1})
+
+
+def test_the_webshop_smoke_recipe_shows_the_xtree_signal_as_shipped(tmp_path: Path, demo_shop: Path) -> None:
+    """A newcomer's first run (the recipe as shipped) pays the X-Tree bonus: the packaged demo tree."""
+    args = [
+        "--config",
+        "webshop-cpu-smoke",
+        "--env-kwargs",
+        f"data_dir={demo_shop}",
+        "-o",
+        str(tmp_path / "r"),
+    ]
+    assert main(["train", "rlvr", *args, "--steps", "1", "--no-tensorboard"]) == 0
+    (line,) = read_metrics(tmp_path / "r")
+    assert line["bonus"] > 0 and line["lambda_g"] > 0
+    assert json.loads((tmp_path / "r" / "config.json").read_text())["shaping"] == "xtree"

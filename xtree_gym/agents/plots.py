@@ -46,12 +46,34 @@ def _pyplot() -> Any:
     return plt
 
 
+def _axes_style(ax: Any) -> None:
+    """Integer steps on x; plain numbers on y (no ``1e-3`` or ``+0.25`` offset label to decode)."""
+    from matplotlib.ticker import MaxNLocator, ScalarFormatter
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    fmt = ScalarFormatter(useOffset=False)
+    fmt.set_scientific(False)
+    ax.yaxis.set_major_formatter(fmt)
+
+
+def _shaping(run: str | Path) -> str | None:
+    """The run's ``shaping`` from its ``config.json`` (None when there is none or it cannot be read)."""
+    import json
+
+    try:
+        value = json.loads((Path(run) / "config.json").read_text(encoding="utf-8")).get("shaping")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) else None
+
+
 def plot_runs(runs: Sequence[str | Path], output: str | Path) -> list[Path]:
     """Write ``learning_curves.png`` and ``lambda_vs_win_rate.png`` into ``output``."""
     plt = _pyplot()
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
     data = {Path(r).name or str(r): read_metrics(r) for r in runs}
+    shaping = {Path(r).name or str(r): _shaping(r) for r in runs}
     keys = [k for k in CURVES if any(series(lines, k)[0] for lines in data.values())]
     cols = 2
     rows = max(1, (len(keys) + cols - 1) // cols)
@@ -62,6 +84,7 @@ def plot_runs(runs: Sequence[str | Path], output: str | Path) -> list[Path]:
             ax.plot(xs, ys, marker="o" if len(xs) < 20 else None, label=name)
         ax.set_title(key)
         ax.set_xlabel("step")
+        _axes_style(ax)
     for ax in list(axes.flat)[len(keys) :]:
         ax.axis("off")
     if data:
@@ -72,15 +95,26 @@ def plot_runs(runs: Sequence[str | Path], output: str | Path) -> list[Path]:
     plt.close(fig)
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.5))
+    notes = []
     for name, lines in data.items():
         xs, win = series(lines, "win_rate")
-        _, lam = series(lines, "lambda_g")
-        left.plot(xs, win, label=f"{name} win rate")
-        left.plot(xs[: len(lam)], lam, linestyle="--", label=f"{name} λ_g")
-        right.scatter(win[: len(lam)], lam, s=12, label=name)
+        lam_xs, lam = series(lines, "lambda_g")
+        left.plot(xs, win, marker="o" if len(xs) < 20 else None, label=f"{name} win rate")
+        if lam and shaping[name] != "none":
+            left.plot(lam_xs, lam, linestyle="--", marker="o" if len(lam) < 20 else None, label=f"{name} λ_g")
+            win_at = dict(zip(xs, win))
+            pairs = [(win_at[x], y) for x, y in zip(lam_xs, lam) if x in win_at]
+            right.scatter([p[0] for p in pairs], [p[1] for p in pairs], s=12, label=name)
+        else:
+            notes.append(f"{name}: shaping {shaping[name] or 'off'}, so no λ_g (outcome reward only)")
+    if notes:
+        right.text(
+            0.5, 0.5, "\n".join(notes), ha="center", va="center", fontsize=8, transform=right.transAxes
+        )
     left.set_xlabel("step")
     left.set_title("win rate and λ_g over training")
     left.legend(fontsize=7)
+    _axes_style(left)
     right.set_xlabel("group win rate (step mean)")
     right.set_ylabel("λ_g (step mean)")
     right.set_title("λ_g against win rate (Fig. 7)")

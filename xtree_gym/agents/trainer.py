@@ -155,6 +155,10 @@ class GRPOTrainer:
         from ..formats._records import reading
         from ..tree import XTree
 
+        if path.startswith("packaged:"):  # a tree shipped in xtree_gym/data (the CPU smoke recipes use one)
+            from importlib.resources import files
+
+            path = str(files("xtree_gym") / "data" / path.split(":", 1)[1])
         with reading(path, TreeFormatError):
             return XTree.load(path)
 

@@ -92,7 +92,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     )
     with writing(args.output):
         atomic_write_text(args.output, html)
-    print(f"wrote {args.output} ({len(html):,} bytes, {len(tree.nodes)} nodes)")
+    print(f"wrote {args.output} ({len(html.encode('utf-8')):,} bytes, {len(tree.nodes)} nodes)")
     return 0
 
 
