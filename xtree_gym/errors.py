@@ -59,3 +59,7 @@ def missing_dependency(package: str, extra: str, feature: str) -> DependencyErro
         f"{feature} needs the package {package!r}, which is not installed",
         fix=f"pip install 'xtree_gym[{extra}]'",
     )
+
+
+class NoSignalError(XTreeError, RuntimeError):
+    """A training run stopped because its steps carry no learning signal (all advantages 0, all invalid)."""

@@ -29,19 +29,22 @@ from typing import Any
 
 import torch
 
-from ..errors import ConfigError
+from ..errors import ConfigError, NoSignalError
 from . import checkpoint as ckpt
 from .advantages import grouped_advantages
 from .config import GRPOConfig
-from .losses import clipped_policy_loss, k3_kl, loss_weights, opsd_term
+from .losses import clipped_policy_loss, k3_kl, loss_weights, opsd_term, opsd_zero_gradient
 from .metrics import MetricsWriter, reduce_sums, safe_div
 from .opsd import TeacherContext, make_card_fn
 from .policy import ema_update, frozen_copy, load_policy, make_accelerator, resolve_dtype, sequence_logps
 from .remine import RolloutBuffer, node_diff, remine
 from .rows import Row, collate, make_rows, micro_batches, teacher_to_student
+from .schedule import lr_at
 from .shaping import SegCostShaping, StepRewards, plain_rewards, xtree_bonuses, xtree_rewards
 from .tasks import generic_tasks, rank_share, scienceworld_tasks, webshop_goal_indices, webshop_tasks
+from .tracking import Trackers, resolve_trackers
 from .types import Episode, Generation, GenRequest, TaskSpec
+from .updates import ppo_updates
 
 # ----------------------------------------------------------------------------- rollout helpers
 
@@ -138,13 +141,31 @@ class GRPOTrainer:
         self._harness_obj: Any = None
         self._vllm: Any = None
         self.step = 0
-        self.writer = MetricsWriter(
-            self.run_dir, tensorboard=self.cfg.tensorboard, enabled=self.acc.is_main_process
+        self.writer = MetricsWriter(self.run_dir, tensorboard=False, enabled=self.acc.is_main_process)
+        names = resolve_trackers(self.cfg.report_to, self.cfg.tensorboard)
+        self.trackers = Trackers(
+            names if self.acc.is_main_process else [], self.run_dir, config=self.cfg.to_dict()
         )
+        self.no_signal_run = 0  # steps in a row without a learning signal (zero_signal_steps)
+        self._warn_opsd()
         if self.cfg.resume:
             self.load(ckpt.find_checkpoint(self.cfg.resume))
 
     # -- set-up helpers --------------------------------------------------------------------
+    def _warn_opsd(self) -> None:
+        """Say so when the OPSD term is configured to have zero expected gradient."""
+        if self.cfg.opsd == "none":
+            return
+        why = opsd_zero_gradient(
+            grad=self.cfg.opsd_grad or "eq4", beta=self.cfg.opsd_beta or 0.0, c=self.cfg.opsd_c
+        )
+        if why:
+            import warnings
+
+            warnings.warn(
+                f"OPSD distils nothing: {why}; use --opsd-grad rkl or --opsd-beta > 0", stacklevel=2
+            )
+
     def _load_tree(self, path: str | None) -> Any:
         if not path:
             return None
@@ -287,11 +308,14 @@ class GRPOTrainer:
                 invalid_penalty=cfg.invalid_penalty,
                 lambda0=cfg.lambda0,
                 w_ref=cfg.w_ref or 0.4,
+                outcome=cfg.outcome or "env",
             )
         if cfg.shaping == "segcost":
             assert self.segcost is not None
-            return self.segcost.rewards(episodes, invalid_penalty=cfg.invalid_penalty)
-        return plain_rewards(episodes, invalid_penalty=cfg.invalid_penalty)
+            return self.segcost.rewards(
+                episodes, invalid_penalty=cfg.invalid_penalty, outcome=cfg.outcome or "env"
+            )
+        return plain_rewards(episodes, invalid_penalty=cfg.invalid_penalty, outcome=cfg.outcome or "env")
 
     # -- 4-5. advantages and rows ----------------------------------------------------------------
     def rows(self, episodes: Sequence[Episode], rewards: StepRewards) -> list[Row]:
@@ -309,8 +333,13 @@ class GRPOTrainer:
     def _teacher_model(self) -> Any:
         return {"live": self.policy, "base": self.ref, "ema": self.ema}[self.cfg.opsd_teacher]
 
-    def micro_step(self, rows: Sequence[Row], totals: dict[str, float], sync: bool) -> dict[str, float]:
-        """Forward + backward of one micro-batch; returns its metric sums (token-weighted)."""
+    def micro_step(
+        self, rows: Sequence[Row], totals: dict[str, float], sync: bool, stored_old: bool = False
+    ) -> dict[str, float]:
+        """Forward + backward of one micro-batch; returns its metric sums (token-weighted).
+
+        π_old is the rows' ``old_logprobs`` when ``stored_old`` or ``old_logprobs rollout``, else this
+        forward's own logprobs, detached (ratio 1: the single update of a step)."""
         cfg, dev = self.cfg, self.acc.device
         pad = int(self.tokenizer.pad_token_id)
         batch = collate(rows, pad, device=dev)
@@ -329,7 +358,7 @@ class GRPOTrainer:
                 teacher_logp = teacher_to_student(rows, raw)
         with nullcontext() if sync else self.acc.no_sync(self.model):
             logp, ent = sequence_logps(self.model, batch, cfg.temperature, entropy=True)
-            old = logp.detach() if cfg.old_logprobs == "recompute" else batch.old_logprobs
+            old = logp.detach() if cfg.old_logprobs == "recompute" and not stored_old else batch.old_logprobs
             pg, clip_frac = clipped_policy_loss(
                 logp,
                 old,
@@ -345,7 +374,8 @@ class GRPOTrainer:
             opsd = torch.zeros((), device=dev)
             if teacher_logp is not None:
                 share = len(rows) / max(totals["rows"], 1.0) * world  # opsd_term is a mean over these rows
-                opsd = opsd_term(logp, teacher_logp, live, beta=cfg.opsd_beta or 0.0, c=cfg.opsd_c) * share
+                beta, grad = cfg.opsd_beta or 0.0, cfg.opsd_grad or "eq4"
+                opsd = opsd_term(logp, teacher_logp, live, beta=beta, c=cfg.opsd_c, grad=grad) * share
                 loss = loss + opsd
             self.acc.backward(loss)
         n_tok = float(live.sum())
@@ -357,10 +387,11 @@ class GRPOTrainer:
             "kl_sum": float((kl_tok.detach() * live).sum()),
             "entropy_sum": float((ent * live).sum()),
             "clip_sum": float(clip_frac) * n_tok,
+            "ratio_sum": float((torch.exp(logp.detach() - old.detach()) * live).sum()),
         }
 
-    def update(self, rows: Sequence[Row]) -> dict[str, float]:
-        """One optimizer step over ``rows`` (this rank's share of the step)."""
+    def update(self, rows: Sequence[Row], stored_old: bool = False) -> dict[str, float]:
+        """One optimizer step over ``rows`` (this rank's share of the update; see :mod:`.updates`)."""
         real = [r for r in rows if r.weight]  # weight-0 rows only take part (placeholders)
         local = {"tokens": float(sum(r.n_targets for r in real)), "rows": float(len(real))}
         totals = reduce_sums(local, self.acc)
@@ -373,7 +404,9 @@ class GRPOTrainer:
         sums: dict[str, float] = {}
         batches = micro_batches(rows, self.cfg.micro_batch_tokens)
         for i, idx in enumerate(batches):
-            part = self.micro_step([rows[j] for j in idx], totals, sync=i == len(batches) - 1)
+            part = self.micro_step(
+                [rows[j] for j in idx], totals, sync=i == len(batches) - 1, stored_old=stored_old
+            )
             for k, v in part.items():
                 sums[k] = sums.get(k, 0.0) + v
         grad_norm = 0.0
@@ -398,7 +431,7 @@ class GRPOTrainer:
         """Rewards → advantages → rows → update, on this rank's episodes; metric sums over ranks."""
         rewards = self.rewards(episodes)
         rows = self.rows(episodes, rewards)
-        stats = self.update(rows)
+        stats, self.last_updates = ppo_updates(self, rows, self.step + 1)
         ep = {
             "episodes": float(len(episodes)),
             "reward_sum": sum(rewards.rewards),
@@ -407,6 +440,7 @@ class GRPOTrainer:
             "bonus_sum": sum(rewards.bonuses),
             "invalid_sum": float(sum(rewards.invalid)),
             "turns": float(sum(len(e.turns) for e in episodes)),
+            **signal_counts(rewards.rewards, [e.group for e in episodes], self.cfg.scale_advantages),
         }
         stats.update(reduce_sums(ep, self.acc))
         return stats
@@ -415,6 +449,7 @@ class GRPOTrainer:
     def train_step(self) -> dict[str, Any]:
         """One full step (1-7) plus re-mining, evaluation and logging; returns the metrics line."""
         step = self.step + 1
+        lr = self.set_lr(step)
         t0 = time.perf_counter()
         tasks = rank_share(self.sample_tasks(step), self.acc.process_index, self.acc.num_processes)
         episodes = self.collect(tasks, step)
@@ -422,13 +457,16 @@ class GRPOTrainer:
         stats = self.learn(episodes)
         t2 = time.perf_counter()
         self.step = step
-        metrics = summarize(step, stats, rollout_s=t1 - t0, update_s=t2 - t1, lr=self.cfg.lr)
+        metrics = summarize(step, stats, rollout_s=t1 - t0, update_s=t2 - t1, lr=lr)
+        metrics.update(step_signal(stats, metrics))
         if self.buffer is not None:
             metrics.update(self.observe_and_remine(episodes, step))
         if self.cfg.eval_every and step % self.cfg.eval_every == 0:
             metrics["eval_success_rate"] = self.evaluate(step)
         metrics["seconds"] = time.perf_counter() - t0
         self.writer.write(metrics)
+        self.trackers.log(metrics)
+        self.check_signal(metrics)
         if step % self.cfg.save_every == 0 or step == self.cfg.steps:
             self.save()
         return metrics
@@ -448,7 +486,35 @@ class GRPOTrainer:
                 bar.set_description(f"rlvr reward {m['reward']:.3f} win {m['win_rate']:.2f}")
                 bar.update()
         self.writer.close()
+        self.trackers.close()
         return lines
+
+    def set_lr(self, step: int) -> float:
+        """Put step ``step``'s scheduled learning rate (:func:`.schedule.lr_at`) on every param group."""
+        cfg = self.cfg
+        lr = lr_at(step, lr=cfg.lr, total=cfg.steps, warmup=cfg.warmup_steps, kind=cfg.lr_scheduler)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        return lr
+
+    def check_signal(self, metrics: dict[str, Any]) -> None:
+        """Log a step without learning signal; stop after ``zero_signal_steps`` of them in a row."""
+        if not metrics.get("no_signal"):
+            self.no_signal_run = 0
+            return
+        self.no_signal_run += 1
+        print(f"step {metrics['step']}: no learning signal ({metrics['no_signal']})", file=sys.stderr)
+        limit = self.cfg.zero_signal_steps
+        if limit and self.no_signal_run >= limit:
+            self.writer.close()
+            self.trackers.close()
+            raise NoSignalError(
+                f"{self.no_signal_run} steps in a row without a learning signal "
+                f"(last: {metrics['no_signal']}): the run learns nothing",
+                where=str(self.run_dir),
+                fix="check --harness for this env (invalid_rate 1.0 means no response parsed) and the task "
+                "difficulty (every group all-win or all-fail); --zero-signal-steps 0 continues anyway",
+            )
 
     # -- the in-loop tree and evaluation -------------------------------------------------------
     def observe_and_remine(self, episodes: Sequence[Episode], step: int) -> dict[str, Any]:
@@ -586,6 +652,42 @@ def training_record(ep: Episode) -> dict[str, Any]:
     from .remine import training_trajectory
 
     return training_trajectory(ep).to_dict()
+
+
+def signal_counts(rewards: Sequence[float], groups: Sequence[int], scale: bool) -> dict[str, float]:
+    """``groups`` (distinct groups) and ``signal_groups`` (those with a nonzero advantage).
+
+    Example:
+        >>> signal_counts([1.0, 1.0, 0.0, 1.0], [0, 0, 1, 1], True)
+        {'groups': 2.0, 'signal_groups': 1.0}
+    """
+    adv = grouped_advantages(list(rewards), list(groups), scale=scale)
+    with_signal = {g for g, a in zip(groups, adv) if a != 0.0}
+    return {"groups": float(len(set(groups))), "signal_groups": float(len(with_signal))}
+
+
+def step_signal(stats: dict[str, float], metrics: dict[str, Any]) -> dict[str, Any]:
+    """The step's signal keys: ``signal_groups``, ``groups``, ``updates``, ``ratio`` and ``no_signal``.
+
+    ``no_signal`` is ``""`` on a step that can learn, else why not (every group's advantages 0,
+    or every turn invalid).
+
+    Example:
+        >>> step_signal({"groups": 4, "signal_groups": 0, "tokens": 10, "ratio_sum": 10}, {"invalid_rate": 0.5})
+        {'groups': 4, 'signal_groups': 0, 'updates': 1, 'ratio': 1.0, 'no_signal': 'every group has zero advantage variance'}
+    """
+    why = ""
+    if metrics.get("invalid_rate", 0.0) >= 1.0:
+        why = "invalid_rate is 1.0: no response was a valid action"
+    elif stats.get("groups", 0) and not stats.get("signal_groups", 0):
+        why = "every group has zero advantage variance"
+    return {
+        "groups": int(stats.get("groups", 0)),
+        "signal_groups": int(stats.get("signal_groups", 0)),
+        "updates": int(stats.get("updates", 1)),
+        "ratio": safe_div(stats.get("ratio_sum", 0.0), stats.get("tokens", 0.0)),
+        "no_signal": why,
+    }
 
 
 def summarize(
