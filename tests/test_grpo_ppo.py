@@ -121,6 +121,11 @@ def test_trainer_puts_the_scheduled_lr_on_the_optimizer(trainer: GRPOTrainer) ->
 
 
 def test_bad_update_and_schedule_fields_are_one_error() -> None:
-    for bad in ({"ppo_epochs": 0}, {"mini_batch_size": -1}, {"lr_scheduler": "step"}, {"warmup_steps": 9, "steps": 3}):
+    for bad in (
+        {"ppo_epochs": 0},
+        {"mini_batch_size": -1},
+        {"lr_scheduler": "step"},
+        {"warmup_steps": 9, "steps": 3},
+    ):
         with pytest.raises(ConfigError):
             GRPOConfig(**bad).resolved()
