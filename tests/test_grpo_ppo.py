@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import importlib.util
-from pathlib import Path
 
 import pytest
 
@@ -19,22 +17,15 @@ from xtree_gym.agents.trainer import GRPOTrainer  # noqa: E402
 from xtree_gym.agents.updates import recompute_old_logprobs, split_rows, updates_per_epoch  # noqa: E402
 from xtree_gym.errors import ConfigError  # noqa: E402
 
-SCRIPT = Path(__file__).parent / "scripts" / "grpo_dist_step.py"
+
+@pytest.fixture
+def trainer(grpo_trainer: GRPOTrainer) -> GRPOTrainer:
+    return grpo_trainer  # tests/fixtures/grpo.py; every test below copies it first
 
 
-def _batch(tokenizer):
-    spec = importlib.util.spec_from_file_location("grpo_dist_step", SCRIPT)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.batch(tokenizer)
-
-
-@pytest.fixture(scope="module")
-def trainer(tmp_path_factory: pytest.TempPathFactory) -> GRPOTrainer:
-    out = tmp_path_factory.mktemp("run")
-    cfg = GRPOConfig(env="scienceworld", output_dir=str(out), progress=False, tensorboard=False, lr=1e-3)
-    return GRPOTrainer(cfg)
+@pytest.fixture
+def eps(grpo_trainer: GRPOTrainer, grpo_batch) -> list:
+    return grpo_batch(grpo_trainer.tokenizer)
 
 
 def _params(tr: GRPOTrainer) -> dict:
@@ -47,8 +38,7 @@ def _with(tr: GRPOTrainer, **changes) -> GRPOTrainer:
     return twin
 
 
-def test_one_mini_batch_one_epoch_is_todays_update_bit_for_bit(trainer: GRPOTrainer) -> None:
-    eps = _batch(trainer.tokenizer)
+def test_one_mini_batch_one_epoch_is_todays_update_bit_for_bit(trainer: GRPOTrainer, eps: list) -> None:
     rows = trainer.rows(eps, trainer.rewards(eps))
     today = copy.deepcopy(trainer)
     today.update(rows)  # the single update the trainer always made
@@ -65,8 +55,7 @@ def test_one_mini_batch_one_epoch_is_todays_update_bit_for_bit(trainer: GRPOTrai
     assert all(torch.allclose(a[k], b[k], atol=1e-7, rtol=0) for k in a)
 
 
-def test_second_mini_batch_has_ratio_off_one_and_the_clip_can_bite(trainer: GRPOTrainer) -> None:
-    eps = _batch(trainer.tokenizer)
+def test_second_mini_batch_has_ratio_off_one_and_the_clip_can_bite(trainer: GRPOTrainer, eps: list) -> None:
     n_rows = len(trainer.rows(eps, trainer.rewards(eps)))
     tr = _with(trainer, mini_batch_size=n_rows // 2, ppo_epochs=2, clip_eps_low=1e-4, clip_eps_high=1e-4)
     before = _params(tr)
@@ -81,8 +70,7 @@ def test_second_mini_batch_has_ratio_off_one_and_the_clip_can_bite(trainer: GRPO
     assert any(not torch.equal(before[k], v) for k, v in _params(tr).items())
 
 
-def test_rollout_old_logprobs_are_kept_as_generated(trainer: GRPOTrainer) -> None:
-    eps = _batch(trainer.tokenizer)
+def test_rollout_old_logprobs_are_kept_as_generated(trainer: GRPOTrainer, eps: list) -> None:
     for ep in eps:  # generation-time logprobs far from the policy's: ratio far from 1 at once
         for t in ep.turns:
             t.logprobs = [-0.01] * len(t.completion_ids)
