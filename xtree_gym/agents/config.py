@@ -96,7 +96,7 @@ class GRPOConfig:
     n: int = 8
     """Rollouts per task (the GRPO group size)."""
     lr: float = 1e-6
-    """AdamW learning rate (constant)."""
+    """AdamW learning rate (the peak of ``lr_scheduler``; constant by default)."""
     weight_decay: float = 0.0
     """AdamW weight decay."""
     max_grad_norm: float = 1.0
@@ -196,7 +196,7 @@ class GRPOConfig:
     report_to: str | None = None
     """Trackers (Accelerate): ``none``, ``tensorboard``, ``wandb``, ``trackio``, ``mlflow``, ``all`` or a comma list; default tensorboard if installed and ``tensorboard`` is on."""
     zero_signal_steps: int = 20
-    """Stop after this many steps in a row with no learning signal (every group's advantages 0, or every step invalid); 0 = never stop."""
+    """Stop after this many steps in a row with no learning signal (every group's advantages 0, or every turn invalid); 0 = never stop."""
     outcome: str | None = None
     """R_out: ``env`` (the env's own reward) or ``won10`` (10 · success, RLVMR); default ``won10`` ScienceWorld, ``env`` else."""
     opsd_grad: str | None = None

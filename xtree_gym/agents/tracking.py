@@ -7,6 +7,11 @@ numeric metrics go to each of them, with the step as the x axis. A tracker whose
 installed is one :class:`~xtree_gym.errors.DependencyError` naming the package. TensorBoard writes
 to ``RUN/tb`` (where the trainer always wrote it); wandb and trackio use the project ``xtree-rlvr``
 and the run folder's name; MLflow the experiment ``xtree-rlvr`` under ``RUN/mlruns``.
+
+The trackers are built the way ``Accelerator.init_trackers`` builds its ``log_with`` list (same
+classes, same ``start`` / ``store_init_configuration`` / ``log`` / ``finish`` calls), but here rather
+than through ``Accelerator(log_with=...)``: the trainer also runs on an Accelerator its caller made
+(tests, launch scripts), and ``log_with`` can only be set when one is constructed.
 """
 
 from __future__ import annotations

@@ -466,9 +466,9 @@ class GRPOTrainer:
         metrics["seconds"] = time.perf_counter() - t0
         self.writer.write(metrics)
         self.trackers.log(metrics)
-        self.check_signal(metrics)
         if step % self.cfg.save_every == 0 or step == self.cfg.steps:
             self.save()
+        self.check_signal(metrics)
         return metrics
 
     def train(self) -> list[dict[str, Any]]:
