@@ -29,10 +29,11 @@ from typing import Any
 
 import torch
 
-from ..errors import ConfigError, NoSignalError
+from ..errors import ConfigError
 from . import checkpoint as ckpt
 from .advantages import grouped_advantages
 from .config import GRPOConfig
+from .learning_signal import SignalWatch, signal_counts, step_signal
 from .losses import clipped_policy_loss, k3_kl, loss_weights, opsd_term, opsd_zero_gradient
 from .metrics import MetricsWriter, reduce_sums, safe_div
 from .opsd import TeacherContext, make_card_fn
@@ -146,7 +147,7 @@ class GRPOTrainer:
         self.trackers = Trackers(
             names if self.acc.is_main_process else [], self.run_dir, config=self.cfg.to_dict()
         )
-        self.no_signal_run = 0  # steps in a row without a learning signal (zero_signal_steps)
+        self.signal = SignalWatch(self.cfg.zero_signal_steps, self.run_dir)
         self._warn_opsd()
         if self.cfg.resume:
             self.load(ckpt.find_checkpoint(self.cfg.resume))
@@ -468,7 +469,7 @@ class GRPOTrainer:
         self.trackers.log(metrics)
         if step % self.cfg.save_every == 0 or step == self.cfg.steps:
             self.save()
-        self.check_signal(metrics)
+        self.signal.check(metrics)
         return metrics
 
     def train(self) -> list[dict[str, Any]]:
@@ -478,15 +479,17 @@ class GRPOTrainer:
         self.writer.truncate(self.step)
         lines = []
         enabled = self.cfg.progress and self.acc.is_main_process
-        with Progress(total=self.cfg.steps, desc="rlvr", enabled=None if enabled else False) as bar:
-            bar.update(self.step)
-            while self.step < self.cfg.steps:
-                m = self.train_step()
-                lines.append(m)
-                bar.set_description(f"rlvr reward {m['reward']:.3f} win {m['win_rate']:.2f}")
-                bar.update()
-        self.writer.close()
-        self.trackers.close()
+        try:
+            with Progress(total=self.cfg.steps, desc="rlvr", enabled=None if enabled else False) as bar:
+                bar.update(self.step)
+                while self.step < self.cfg.steps:
+                    m = self.train_step()
+                    lines.append(m)
+                    bar.set_description(f"rlvr reward {m['reward']:.3f} win {m['win_rate']:.2f}")
+                    bar.update()
+        finally:
+            self.writer.close()
+            self.trackers.close()
         return lines
 
     def set_lr(self, step: int) -> float:
@@ -496,25 +499,6 @@ class GRPOTrainer:
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         return lr
-
-    def check_signal(self, metrics: dict[str, Any]) -> None:
-        """Log a step without learning signal; stop after ``zero_signal_steps`` of them in a row."""
-        if not metrics.get("no_signal"):
-            self.no_signal_run = 0
-            return
-        self.no_signal_run += 1
-        print(f"step {metrics['step']}: no learning signal ({metrics['no_signal']})", file=sys.stderr)
-        limit = self.cfg.zero_signal_steps
-        if limit and self.no_signal_run >= limit:
-            self.writer.close()
-            self.trackers.close()
-            raise NoSignalError(
-                f"{self.no_signal_run} steps in a row without a learning signal "
-                f"(last: {metrics['no_signal']}): the run learns nothing",
-                where=str(self.run_dir),
-                fix="check --harness for this env (invalid_rate 1.0 means no response parsed) and the task "
-                "difficulty (every group all-win or all-fail); --zero-signal-steps 0 continues anyway",
-            )
 
     # -- the in-loop tree and evaluation -------------------------------------------------------
     def observe_and_remine(self, episodes: Sequence[Episode], step: int) -> dict[str, Any]:
@@ -652,42 +636,6 @@ def training_record(ep: Episode) -> dict[str, Any]:
     from .remine import training_trajectory
 
     return training_trajectory(ep).to_dict()
-
-
-def signal_counts(rewards: Sequence[float], groups: Sequence[int], scale: bool) -> dict[str, float]:
-    """``groups`` (distinct groups) and ``signal_groups`` (those with a nonzero advantage).
-
-    Example:
-        >>> signal_counts([1.0, 1.0, 0.0, 1.0], [0, 0, 1, 1], True)
-        {'groups': 2.0, 'signal_groups': 1.0}
-    """
-    adv = grouped_advantages(list(rewards), list(groups), scale=scale)
-    with_signal = {g for g, a in zip(groups, adv) if a != 0.0}
-    return {"groups": float(len(set(groups))), "signal_groups": float(len(with_signal))}
-
-
-def step_signal(stats: dict[str, float], metrics: dict[str, Any]) -> dict[str, Any]:
-    """The step's signal keys: ``signal_groups``, ``groups``, ``updates``, ``ratio`` and ``no_signal``.
-
-    ``no_signal`` is ``""`` on a step that can learn, else why not (every group's advantages 0,
-    or every turn invalid).
-
-    Example:
-        >>> step_signal({"groups": 4, "signal_groups": 0, "tokens": 10, "ratio_sum": 10}, {"invalid_rate": 0.5})
-        {'groups': 4, 'signal_groups': 0, 'updates': 1, 'ratio': 1.0, 'no_signal': 'every group has zero advantage variance'}
-    """
-    why = ""
-    if metrics.get("invalid_rate", 0.0) >= 1.0:
-        why = "invalid_rate is 1.0: no response was a valid action"
-    elif stats.get("groups", 0) and not stats.get("signal_groups", 0):
-        why = "every group has zero advantage variance"
-    return {
-        "groups": int(stats.get("groups", 0)),
-        "signal_groups": int(stats.get("signal_groups", 0)),
-        "updates": int(stats.get("updates", 1)),
-        "ratio": safe_div(stats.get("ratio_sum", 0.0), stats.get("tokens", 0.0)),
-        "no_signal": why,
-    }
 
 
 def summarize(
