@@ -35,17 +35,17 @@ def _run_in_process(out: Path) -> None:
     mod.main(str(out))
 
 
-def test_two_process_step_equals_one_process_step(tmp_path: Path) -> None:
+def _launch_two(out: Path, extra_env: dict[str, str] | None = None) -> None:
+    """Run the script under ``accelerate launch`` with 2 CPU processes (gloo) into ``out``."""
     launcher = shutil.which("accelerate") or str(Path(sys.executable).with_name("accelerate"))
     if not Path(launcher).exists():
         pytest.skip("the accelerate launcher is not installed")
-    one, two = tmp_path / "one", tmp_path / "two"
-    _run_in_process(one)
     env = {
         **os.environ,
         "PYTHONPATH": str(Path(__file__).parents[1]),
         "OMP_NUM_THREADS": "1",
         "XTREE_PROGRESS": "0",
+        **(extra_env or {}),
     }
     cmd = [launcher, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1"]
     cmd += [
@@ -56,10 +56,16 @@ def test_two_process_step_equals_one_process_step(tmp_path: Path) -> None:
         "--main_process_port",
         str(_free_port()),
         str(SCRIPT),
-        str(two),
+        str(out),
     ]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_two_process_step_equals_one_process_step(tmp_path: Path) -> None:
+    one, two = tmp_path / "one", tmp_path / "two"
+    _run_in_process(one)
+    _launch_two(two)
     m1 = json.loads((one / "metrics.json").read_text())
     m2 = json.loads((two / "metrics.json").read_text())
     assert (m1["world"], m2["world"]) == (1, 2)
@@ -74,3 +80,17 @@ def test_two_process_step_equals_one_process_step(tmp_path: Path) -> None:
         assert torch.allclose(p1[k], p2[k], atol=2e-6, rtol=1e-5), k
     init = load_file(str(one / "init.safetensors"))
     assert sum(not torch.equal(init[k], p1[k]) for k in p1) >= len(p1) // 2  # the step moved the weights
+
+
+def test_two_process_ppo_mini_batches_stay_in_step(tmp_path: Path) -> None:
+    """Mini-batches × epochs on 2 ranks: every rank makes the same number of updates (no hang)."""
+    _launch_two(tmp_path / "two", {"XTREE_TEST_PPO": "4,2"})
+    m = json.loads((tmp_path / "two" / "metrics.json").read_text())
+    # 12 rows over both ranks, 4 per update: ceil(12 / 4) = 3 updates per epoch, 2 epochs
+    assert m["world"] == 2 and m["first"]["updates"] == m["second"]["updates"] == 6
+    assert m["second"]["ratio_sum"] != pytest.approx(m["second"]["tokens"])  # π_old fixed: ρ moved
+    p, init = (
+        load_file(str(tmp_path / "two" / "params.safetensors")),
+        load_file(str(tmp_path / "two" / "init.safetensors")),
+    )
+    assert any(not torch.equal(init[k], p[k]) for k in p)

@@ -13,7 +13,6 @@ pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 
 from xtree_gym.agents import checkpoint as ckpt  # noqa: E402
-from xtree_gym.agents.config import GRPOConfig  # noqa: E402
 from xtree_gym.agents.rows import Row  # noqa: E402
 from xtree_gym.agents.trainer import GRPOTrainer  # noqa: E402
 
@@ -29,10 +28,8 @@ def _batch_module():
 
 
 @pytest.fixture(scope="module")
-def trainer(tmp_path_factory: pytest.TempPathFactory) -> GRPOTrainer:
-    out = tmp_path_factory.mktemp("run")
-    cfg = GRPOConfig(env="scienceworld", output_dir=str(out), progress=False, tensorboard=False, lr=1e-3)
-    return GRPOTrainer(cfg)
+def trainer(grpo_trainer: GRPOTrainer) -> GRPOTrainer:
+    return grpo_trainer  # tests/fixtures/grpo.py (shared with test_grpo_ppo.py)
 
 
 def _params(tr: GRPOTrainer) -> dict:

@@ -83,3 +83,7 @@ def require_extra(extra: str, packages: tuple[str, ...], feature: str) -> None:
             found = False
         if not found:
             raise missing_dependency(package, extra, feature)
+
+
+class NoSignalError(XTreeError, RuntimeError):
+    """A training run stopped because its steps carry no learning signal (all advantages 0, all invalid)."""

@@ -7,7 +7,9 @@ the step's metrics to OUT_DIR/metrics.json. tests/test_grpo_distributed.py compa
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -72,6 +74,10 @@ def main(out: str) -> None:
         opsd="empty",
         opsd_c=0.1,
     )
+    ppo = os.environ.get("XTREE_TEST_PPO")  # "MINI_BATCH_SIZE,PPO_EPOCHS" (tests/test_grpo_distributed.py)
+    if ppo:
+        size, epochs = (int(x) for x in ppo.split(","))
+        cfg = dataclasses.replace(cfg, mini_batch_size=size, ppo_epochs=epochs)
     tr = GRPOTrainer(cfg)
     init = {k: v.detach().cpu().clone() for k, v in tr.policy.state_dict().items()}
     eps = batch(tr.tokenizer)

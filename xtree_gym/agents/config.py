@@ -35,6 +35,9 @@ TEACHERS = ("live", "base", "ema")
 ROW_MODES = ("turn", "episode")
 LOSS_NORMS = ("token", "sequence")
 OLD_LOGPROBS = ("recompute", "rollout")
+LR_SCHEDULERS = ("constant", "linear", "cosine")
+OUTCOMES = ("env", "won10")
+OPSD_GRADS = ("eq4", "rkl")
 
 
 @dataclass
@@ -55,7 +58,7 @@ class GRPOConfig:
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     """Extra env constructor arguments (``--env-kwargs KEY=VALUE``, repeatable; values read as JSON)."""
     harness: str | None = None
-    """Harness name; default ``rlvmr`` on ScienceWorld, ``verl-agent`` on WebShop, ``browsergym`` else."""
+    """Harness name; default the domain's (``rlvmr`` ScienceWorld, ``verl-agent`` WebShop, ``countdown``...)."""
     task_split: str | None = None
     """Where training tasks come from: a ScienceWorld fold (default ``train``) or WebShop split (``train``)."""
     max_steps: int | None = None
@@ -93,7 +96,7 @@ class GRPOConfig:
     n: int = 8
     """Rollouts per task (the GRPO group size)."""
     lr: float = 1e-6
-    """AdamW learning rate (constant)."""
+    """AdamW learning rate (the peak of ``lr_scheduler``; constant by default)."""
     weight_decay: float = 0.0
     """AdamW weight decay."""
     max_grad_norm: float = 1.0
@@ -181,6 +184,24 @@ class GRPOConfig:
     tensorboard: bool = True
     """Also write TensorBoard events when ``tensorboard`` is installed."""
 
+    # --- updates / schedule / tracking / signal (issue 21) ---
+    mini_batch_size: int = 0
+    """Training rows (turns; episodes with ``rows episode``) per optimizer update, over all ranks; 0 = one update per step."""
+    ppo_epochs: int = 1
+    """Passes over the step's rows; each pass makes ceil(rows / mini_batch_size) updates against the same π_old."""
+    lr_scheduler: str = "constant"
+    """Learning-rate schedule over the steps: ``constant``, ``linear`` (to 0) or ``cosine`` (to 0), after warm-up."""
+    warmup_steps: int = 0
+    """Steps of linear warm-up from lr/warmup_steps to lr (0 = none)."""
+    report_to: str | None = None
+    """Trackers (Accelerate): ``none``, ``tensorboard``, ``wandb``, ``trackio``, ``mlflow``, ``all`` or a comma list; default tensorboard if installed and ``tensorboard`` is on."""
+    zero_signal_steps: int = 20
+    """Stop after this many steps in a row with no learning signal (every group's advantages 0, or every turn invalid); 0 = never stop."""
+    outcome: str | None = None
+    """R_out: ``env`` (the env's own reward) or ``won10`` (10 · success, RLVMR); default ``won10`` ScienceWorld, ``env`` else."""
+    opsd_grad: str | None = None
+    """OPSD gradient: ``eq4`` (Eq. 4 as written: −c·g_t/|y| per token) or ``rkl`` (−c·g_t·δ_t/|y|, sampled reverse KL); default ``rkl`` WebShop, ``eq4`` else."""
+
     def domain(self) -> str:
         """``scienceworld``, ``webshop``, ``miniwob``... from the env id.
 
@@ -197,14 +218,17 @@ class GRPOConfig:
         dom = self.domain()
         shop = dom == "webshop"
         defaults: dict[str, Any] = {
-            "harness": "verl-agent" if shop else "rlvmr" if dom == "scienceworld" else "browsergym",
             "task_split": "train",
             "max_steps": 15 if shop else 30,
             "w_ref": W_REF.get(dom, W_REF["scienceworld"]),
             "bonus": "webshop" if shop else "depth",
             "opsd_beta": 0.0 if shop else 5.0,
+            "outcome": "won10" if dom == "scienceworld" else "env",
+            "opsd_grad": "rkl" if shop else "eq4",
         }
         out = dataclasses.replace(self, env=ENV_ALIASES.get(self.env.lower(), self.env))
+        if out.harness is None:
+            out.harness = default_harness(dom)
         for key, value in defaults.items():
             if getattr(out, key) is None:
                 setattr(out, key, value)
@@ -237,6 +261,7 @@ def check_config(cfg: GRPOConfig) -> None:
     for name in ("remine_every", "eval_every", "keep_checkpoints", "workers", "remine_buffer"):
         if int(getattr(cfg, name)) < 0:
             raise ConfigError(f"{name} = {getattr(cfg, name)!r} must be >= 0")
+    check_issue21_fields(cfg)
     if not 0.0 <= cfg.opsd_ema < 1.0:
         raise ConfigError(f"opsd_ema = {cfg.opsd_ema!r}", fix="use a decay in [0, 1), e.g. 0.99")
     if not 0.0 <= cfg.oracle_mix <= 1.0:
@@ -254,6 +279,40 @@ def check_config(cfg: GRPOConfig) -> None:
             f"opsd = {cfg.opsd!r} is neither a bank name nor a readable text file",
             fix=f"use one of {', '.join(OPSD_BANKS)} or the path of a text file",
         )
+
+
+def default_harness(domain: str) -> str:
+    """The harness of an env domain (:data:`xtree_gym.agents.harness.registry.DEFAULT_HARNESS`).
+
+    A domain with none is one :class:`ConfigError` naming ``--harness``.
+
+    Example:
+        >>> default_harness("countdown"), default_harness("scienceworld")
+        ('countdown', 'rlvmr')
+    """
+    from .harness.registry import harness_for_domain
+
+    return harness_for_domain(domain)
+
+
+def check_issue21_fields(cfg: GRPOConfig) -> None:
+    """Checks of the mini-batch, schedule, tracker, signal, outcome and OPSD-gradient fields."""
+    _choice(cfg, "lr_scheduler", LR_SCHEDULERS)
+    if cfg.outcome is not None:
+        _choice(cfg, "outcome", OUTCOMES)
+    if cfg.opsd_grad is not None:
+        _choice(cfg, "opsd_grad", OPSD_GRADS)
+    if int(cfg.ppo_epochs) < 1:
+        raise ConfigError(f"ppo_epochs = {cfg.ppo_epochs!r} must be >= 1")
+    for name in ("mini_batch_size", "warmup_steps", "zero_signal_steps"):
+        if int(getattr(cfg, name)) < 0:
+            raise ConfigError(f"{name} = {getattr(cfg, name)!r} must be >= 0")
+    if cfg.warmup_steps > cfg.steps:
+        raise ConfigError(f"warmup_steps = {cfg.warmup_steps} exceeds steps = {cfg.steps}", fix="lower it")
+    if cfg.report_to is not None:
+        from .tracking import parse_report_to
+
+        parse_report_to(cfg.report_to)
 
 
 # ----------------------------------------------------------------------------- files and flags

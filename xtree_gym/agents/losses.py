@@ -83,6 +83,7 @@ def opsd_term(
     *,
     beta: float,
     c: float,
+    grad: str = "eq4",
 ) -> torch.Tensor:
     """Eq. 4's distillation term: ``c · mean_seq( (1/|y|) Σ_t g_t δ_t )``.
 
@@ -100,12 +101,50 @@ def opsd_term(
         -0.125
         >>> term.backward(); s.grad.tolist() == [[-0.125, -0.125], [-0.25, 0.0]]  # −c·g/(|y|·B); masked: 0
         True
+
+    ``grad="eq4"`` (above) differentiates Eq. 4 as written: ``∂/∂ log π_θ(y_t) = −c·g_t/(|y|·B)``.
+    With β = 0 the gate is the constant ½ and the teacher drops out of the gradient, whose
+    expectation under on-policy ``y`` is then exactly 0 (``E_y[∇ log π_θ(y)] = 0``).
+    ``grad="rkl"`` keeps the same value but gives each token the weight ``g_t·δ_t`` (stop-gradient):
+    ``∂/∂ log π_θ(y_t) = −c·g_t·δ_t/(|y|·B)``, the sampled-token estimator of the reverse KL to the
+    teacher (OPSD's advantage form, δ_t as a per-token advantage), which distils at any β:
+
+        >>> s.grad = None
+        >>> opsd_term(s, t, m, beta=0.0, c=1.0, grad="rkl").backward()  # δ = [[0, 1], [−1, ·]]
+        >>> s.grad.tolist() == [[0.0, -0.125], [0.25, 0.0]]  # −c·g·δ/(|y|·B)
+        True
     """
     teacher = teacher_logps.detach()
     delta = teacher - student_logps
     gate = torch.sigmoid(beta * delta.detach())
-    per_seq = (gate * delta * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)
+    if grad == "rkl":
+        weight = (gate * delta).detach()
+        per_token = weight - weight * (student_logps - student_logps.detach())  # value g·δ, grad −g·δ
+    elif grad == "eq4":
+        per_token = gate * delta
+    else:
+        raise ValueError(f"unknown OPSD gradient {grad!r} (use 'eq4' or 'rkl')")
+    per_seq = (per_token * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)
     return c * per_seq.mean()
+
+
+def opsd_zero_gradient(*, grad: str, beta: float, c: float) -> str | None:
+    """Why an OPSD configuration's term has zero expected gradient, or None when it distils.
+
+    Example:
+        >>> opsd_zero_gradient(grad="eq4", beta=0.0, c=0.01)  # doctest: +ELLIPSIS
+        'opsd_grad eq4 with opsd_beta 0: the gate is a constant 1/2 ...'
+        >>> opsd_zero_gradient(grad="rkl", beta=0.0, c=0.01) is None
+        True
+    """
+    if c == 0:
+        return "opsd_c is 0: the OPSD term weighs nothing"
+    if grad == "eq4" and beta == 0:
+        return (
+            "opsd_grad eq4 with opsd_beta 0: the gate is a constant 1/2 and the teacher does not enter "
+            "the gradient, whose expectation over on-policy samples is exactly 0 (the term distils nothing)"
+        )
+    return None
 
 
 def sft_loss(logits: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -9,6 +9,7 @@ whole parse path runs. Each env's reference policy is the one the corpus collect
 * WebShop: the ``expert`` shopper of :mod:`xtree_gym.collect.webshop` (search the goal's words,
   page for the target, open it, click the goal's options, buy), planned on a scratch copy of the
   env with the same data, prices and goal;
+* Countdown: the drawn puzzle's own solution (``CountdownEnv.solution``), one operation a step;
 * MiniWoB: the scripted solvers of :mod:`xtree_gym.collect.miniwob`, planned from the goal and the
   first AXTree of the episode.
 
@@ -37,6 +38,8 @@ def _kind(base: Any) -> str:
         return "webshop"
     if hasattr(base, "last_browsergym_obs") and hasattr(base, "task"):
         return "miniwob"
+    if hasattr(base, "solution") and hasattr(base, "pool") and hasattr(base, "target"):
+        return "countdown"
     return ""
 
 
@@ -105,6 +108,9 @@ def oracle_action(env: Any) -> str | None:
     kind = _kind(base)
     if kind == "scienceworld":
         return _scienceworld(base)
+    if kind == "countdown":  # the drawn puzzle's solution, step by step
+        k = int(getattr(base, "_t", 0))
+        return base.solution[k] if k < len(base.solution) else None
     if kind not in ("webshop", "miniwob"):
         return None
     k = int(getattr(base, "_steps", 0))

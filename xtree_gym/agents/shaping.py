@@ -64,7 +64,27 @@ def goal_options(ep: Episode) -> list[str] | None:
     return None
 
 
-def outcome_rewards(episodes: Sequence[Episode], invalid_penalty: float) -> list[float]:
+WON_REWARD = 10.0
+"""R_out of a won episode under ``outcome won10`` (RLVMR's ScienceWorld reward: ``10 · won``)."""
+
+
+def outcome_of(ep: Episode, outcome: str = "env") -> float:
+    """R_out of an episode: ``env`` = the env's summed reward (ScienceWorld: points −100..100);
+    ``won10`` = ``10 · success``, as RLVMR (verl-agent) rewards ScienceWorld.
+
+    Example:
+        >>> ep = Episode("e", "env", "x", "g", 0, 0, 0, reward=75.0, success=False)
+        >>> outcome_of(ep), outcome_of(ep, "won10")
+        (75.0, 0.0)
+    """
+    if outcome == "env":
+        return float(ep.reward)
+    if outcome == "won10":
+        return WON_REWARD * float(bool(ep.success))
+    raise ValueError(f"unknown outcome {outcome!r} (use 'env' or 'won10')")
+
+
+def outcome_rewards(episodes: Sequence[Episode], invalid_penalty: float, outcome: str = "env") -> list[float]:
     """``R_out − invalid_penalty · #invalid`` per episode.
 
     Example:
@@ -73,7 +93,7 @@ def outcome_rewards(episodes: Sequence[Episode], invalid_penalty: float) -> list
         >>> outcome_rewards([Episode("e", "env", "x", "g", 0, 0, 0, turns=[bad, bad], reward=1.0)], 0.1)
         [0.8]
     """
-    return [float(ep.reward) - invalid_penalty * ep.n_invalid for ep in episodes]
+    return [outcome_of(ep, outcome) - invalid_penalty * ep.n_invalid for ep in episodes]
 
 
 def groups_of(episodes: Sequence[Episode]) -> dict[int, list[int]]:
@@ -109,6 +129,7 @@ def xtree_rewards(
     invalid_penalty: float,
     lambda0: float,
     w_ref: float,
+    outcome: str = "env",
 ) -> StepRewards:
     """Eq. 3 per group: ``r_i = R_out − penalty·#invalid + λ_g · bonus_i``, λ_g from the group's wins.
 
@@ -120,7 +141,7 @@ def xtree_rewards(
         >>> xtree_rewards(eps, [2.0, 1.0, 0.0, 0.0], invalid_penalty=0.1, lambda0=0.75, w_ref=0.4).rewards
         [1.0, 1.0, 0.0, 0.0]
     """
-    base = outcome_rewards(episodes, invalid_penalty)
+    base = outcome_rewards(episodes, invalid_penalty, outcome)
     lambdas = [0.0] * len(episodes)
     for idx in groups_of(episodes).values():
         lam = lambda_g(sum(episodes[i].success for i in idx) / len(idx), lambda0, w_ref)
@@ -136,10 +157,12 @@ def xtree_rewards(
     )
 
 
-def plain_rewards(episodes: Sequence[Episode], *, invalid_penalty: float) -> StepRewards:
+def plain_rewards(
+    episodes: Sequence[Episode], *, invalid_penalty: float, outcome: str = "env"
+) -> StepRewards:
     """Outcome-only rewards (``shaping none``)."""
     return StepRewards(
-        rewards=outcome_rewards(episodes, invalid_penalty),
+        rewards=outcome_rewards(episodes, invalid_penalty, outcome),
         outcomes=[float(ep.reward) for ep in episodes],
         won=[bool(ep.success) for ep in episodes],
         bonuses=[0.0] * len(episodes),
@@ -166,8 +189,10 @@ class SegCostShaping:
         self.config = MDLConfig(buffer_size=buffer_size, lam=lam)
         self.shaper = ReuseRLShaper(horizon=max(1, horizon), config=self.config)
 
-    def rewards(self, episodes: Sequence[Episode], *, invalid_penalty: float) -> StepRewards:
-        base = outcome_rewards(episodes, invalid_penalty)
+    def rewards(
+        self, episodes: Sequence[Episode], *, invalid_penalty: float, outcome: str = "env"
+    ) -> StepRewards:
+        base = outcome_rewards(episodes, invalid_penalty, outcome)
         out = [0.0] * len(episodes)
         costs = [0.0] * len(episodes)
         for idx in groups_of(episodes).values():

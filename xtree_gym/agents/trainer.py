@@ -33,15 +33,19 @@ from ..errors import ConfigError
 from . import checkpoint as ckpt
 from .advantages import grouped_advantages
 from .config import GRPOConfig
-from .losses import clipped_policy_loss, k3_kl, loss_weights, opsd_term
+from .learning_signal import SignalWatch, signal_counts, step_signal
+from .losses import clipped_policy_loss, k3_kl, loss_weights, opsd_term, opsd_zero_gradient
 from .metrics import MetricsWriter, reduce_sums, safe_div
 from .opsd import TeacherContext, make_card_fn
 from .policy import ema_update, frozen_copy, load_policy, make_accelerator, resolve_dtype, sequence_logps
 from .remine import RolloutBuffer, node_diff, remine
 from .rows import Row, collate, make_rows, micro_batches, teacher_to_student
+from .schedule import lr_at
 from .shaping import SegCostShaping, StepRewards, plain_rewards, xtree_bonuses, xtree_rewards
 from .tasks import generic_tasks, rank_share, scienceworld_tasks, webshop_goal_indices, webshop_tasks
+from .tracking import Trackers, resolve_trackers
 from .types import Episode, Generation, GenRequest, TaskSpec
+from .updates import ppo_updates
 
 # ----------------------------------------------------------------------------- rollout helpers
 
@@ -141,13 +145,31 @@ class GRPOTrainer:
         self._harness_obj: Any = None
         self._vllm: Any = None
         self.step = 0
-        self.writer = MetricsWriter(
-            self.run_dir, tensorboard=self.cfg.tensorboard, enabled=self.acc.is_main_process
+        self.writer = MetricsWriter(self.run_dir, tensorboard=False, enabled=self.acc.is_main_process)
+        names = resolve_trackers(self.cfg.report_to, self.cfg.tensorboard)
+        self.trackers = Trackers(
+            names if self.acc.is_main_process else [], self.run_dir, config=self.cfg.to_dict()
         )
+        self.signal = SignalWatch(self.cfg.zero_signal_steps, self.run_dir)
+        self._warn_opsd()
         if self.cfg.resume:
             self.load(ckpt.find_checkpoint(self.cfg.resume))
 
     # -- set-up helpers --------------------------------------------------------------------
+    def _warn_opsd(self) -> None:
+        """Say so when the OPSD term is configured to have zero expected gradient."""
+        if self.cfg.opsd == "none":
+            return
+        why = opsd_zero_gradient(
+            grad=self.cfg.opsd_grad or "eq4", beta=self.cfg.opsd_beta or 0.0, c=self.cfg.opsd_c
+        )
+        if why:
+            import warnings
+
+            warnings.warn(
+                f"OPSD distils nothing: {why}; use --opsd-grad rkl or --opsd-beta > 0", stacklevel=2
+            )
+
     def _load_tree(self, path: str | None) -> Any:
         if not path:
             return None
@@ -294,11 +316,14 @@ class GRPOTrainer:
                 invalid_penalty=cfg.invalid_penalty,
                 lambda0=cfg.lambda0,
                 w_ref=cfg.w_ref or 0.4,
+                outcome=cfg.outcome or "env",
             )
         if cfg.shaping == "segcost":
             assert self.segcost is not None
-            return self.segcost.rewards(episodes, invalid_penalty=cfg.invalid_penalty)
-        return plain_rewards(episodes, invalid_penalty=cfg.invalid_penalty)
+            return self.segcost.rewards(
+                episodes, invalid_penalty=cfg.invalid_penalty, outcome=cfg.outcome or "env"
+            )
+        return plain_rewards(episodes, invalid_penalty=cfg.invalid_penalty, outcome=cfg.outcome or "env")
 
     # -- 4-5. advantages and rows ----------------------------------------------------------------
     def rows(self, episodes: Sequence[Episode], rewards: StepRewards) -> list[Row]:
@@ -316,8 +341,13 @@ class GRPOTrainer:
     def _teacher_model(self) -> Any:
         return {"live": self.policy, "base": self.ref, "ema": self.ema}[self.cfg.opsd_teacher]
 
-    def micro_step(self, rows: Sequence[Row], totals: dict[str, float], sync: bool) -> dict[str, float]:
-        """Forward + backward of one micro-batch; returns its metric sums (token-weighted)."""
+    def micro_step(
+        self, rows: Sequence[Row], totals: dict[str, float], sync: bool, stored_old: bool = False
+    ) -> dict[str, float]:
+        """Forward + backward of one micro-batch; returns its metric sums (token-weighted).
+
+        π_old is the rows' ``old_logprobs`` when ``stored_old`` or ``old_logprobs rollout``, else this
+        forward's own logprobs, detached (ratio 1: the single update of a step)."""
         cfg, dev = self.cfg, self.acc.device
         pad = int(self.tokenizer.pad_token_id)
         batch = collate(rows, pad, device=dev)
@@ -336,7 +366,7 @@ class GRPOTrainer:
                 teacher_logp = teacher_to_student(rows, raw)
         with nullcontext() if sync else self.acc.no_sync(self.model):
             logp, ent = sequence_logps(self.model, batch, cfg.temperature, entropy=True)
-            old = logp.detach() if cfg.old_logprobs == "recompute" else batch.old_logprobs
+            old = logp.detach() if cfg.old_logprobs == "recompute" and not stored_old else batch.old_logprobs
             pg, clip_frac = clipped_policy_loss(
                 logp,
                 old,
@@ -352,7 +382,8 @@ class GRPOTrainer:
             opsd = torch.zeros((), device=dev)
             if teacher_logp is not None:
                 share = len(rows) / max(totals["rows"], 1.0) * world  # opsd_term is a mean over these rows
-                opsd = opsd_term(logp, teacher_logp, live, beta=cfg.opsd_beta or 0.0, c=cfg.opsd_c) * share
+                beta, grad = cfg.opsd_beta or 0.0, cfg.opsd_grad or "eq4"
+                opsd = opsd_term(logp, teacher_logp, live, beta=beta, c=cfg.opsd_c, grad=grad) * share
                 loss = loss + opsd
             self.acc.backward(loss)
         n_tok = float(live.sum())
@@ -364,10 +395,11 @@ class GRPOTrainer:
             "kl_sum": float((kl_tok.detach() * live).sum()),
             "entropy_sum": float((ent * live).sum()),
             "clip_sum": float(clip_frac) * n_tok,
+            "ratio_sum": float((torch.exp(logp.detach() - old.detach()) * live).sum()),
         }
 
-    def update(self, rows: Sequence[Row]) -> dict[str, float]:
-        """One optimizer step over ``rows`` (this rank's share of the step)."""
+    def update(self, rows: Sequence[Row], stored_old: bool = False) -> dict[str, float]:
+        """One optimizer step over ``rows`` (this rank's share of the update; see :mod:`.updates`)."""
         real = [r for r in rows if r.weight]  # weight-0 rows only take part (placeholders)
         local = {"tokens": float(sum(r.n_targets for r in real)), "rows": float(len(real))}
         totals = reduce_sums(local, self.acc)
@@ -380,7 +412,9 @@ class GRPOTrainer:
         sums: dict[str, float] = {}
         batches = micro_batches(rows, self.cfg.micro_batch_tokens)
         for i, idx in enumerate(batches):
-            part = self.micro_step([rows[j] for j in idx], totals, sync=i == len(batches) - 1)
+            part = self.micro_step(
+                [rows[j] for j in idx], totals, sync=i == len(batches) - 1, stored_old=stored_old
+            )
             for k, v in part.items():
                 sums[k] = sums.get(k, 0.0) + v
         grad_norm = 0.0
@@ -405,7 +439,7 @@ class GRPOTrainer:
         """Rewards → advantages → rows → update, on this rank's episodes; metric sums over ranks."""
         rewards = self.rewards(episodes)
         rows = self.rows(episodes, rewards)
-        stats = self.update(rows)
+        stats, self.last_updates = ppo_updates(self, rows, self.step + 1)
         ep = {
             "episodes": float(len(episodes)),
             "reward_sum": sum(rewards.rewards),
@@ -414,6 +448,7 @@ class GRPOTrainer:
             "bonus_sum": sum(rewards.bonuses),
             "invalid_sum": float(sum(rewards.invalid)),
             "turns": float(sum(len(e.turns) for e in episodes)),
+            **signal_counts(rewards.rewards, [e.group for e in episodes], self.cfg.scale_advantages),
         }
         stats.update(reduce_sums(ep, self.acc))
         return stats
@@ -422,6 +457,7 @@ class GRPOTrainer:
     def train_step(self) -> dict[str, Any]:
         """One full step (1-7) plus re-mining, evaluation and logging; returns the metrics line."""
         step = self.step + 1
+        lr = self.set_lr(step)
         t0 = time.perf_counter()
         tasks = rank_share(self.sample_tasks(step), self.acc.process_index, self.acc.num_processes)
         episodes = self.collect(tasks, step)
@@ -429,15 +465,18 @@ class GRPOTrainer:
         stats = self.learn(episodes)
         t2 = time.perf_counter()
         self.step = step
-        metrics = summarize(step, stats, rollout_s=t1 - t0, update_s=t2 - t1, lr=self.cfg.lr)
+        metrics = summarize(step, stats, rollout_s=t1 - t0, update_s=t2 - t1, lr=lr)
+        metrics.update(step_signal(stats, metrics))
         if self.buffer is not None:
             metrics.update(self.observe_and_remine(episodes, step))
         if self.cfg.eval_every and step % self.cfg.eval_every == 0:
             metrics["eval_success_rate"] = self.evaluate(step)
         metrics["seconds"] = time.perf_counter() - t0
         self.writer.write(metrics)
+        self.trackers.log(metrics)
         if step % self.cfg.save_every == 0 or step == self.cfg.steps:
             self.save()
+        self.signal.check(metrics)
         return metrics
 
     def train(self) -> list[dict[str, Any]]:
@@ -447,15 +486,26 @@ class GRPOTrainer:
         self.writer.truncate(self.step)
         lines = []
         enabled = self.cfg.progress and self.acc.is_main_process
-        with Progress(total=self.cfg.steps, desc=self.method, enabled=None if enabled else False) as bar:
-            bar.update(self.step)
-            while self.step < self.cfg.steps:
-                m = self.train_step()
-                lines.append(m)
-                bar.set_description(f"{self.method} reward {m['reward']:.3f} win {m['win_rate']:.2f}")
-                bar.update()
-        self.writer.close()
+        try:
+            with Progress(total=self.cfg.steps, desc=self.method, enabled=None if enabled else False) as bar:
+                bar.update(self.step)
+                while self.step < self.cfg.steps:
+                    m = self.train_step()
+                    lines.append(m)
+                    bar.set_description(f"{self.method} reward {m['reward']:.3f} win {m['win_rate']:.2f}")
+                    bar.update()
+        finally:
+            self.writer.close()
+            self.trackers.close()
         return lines
+
+    def set_lr(self, step: int) -> float:
+        """Put step ``step``'s scheduled learning rate (:func:`.schedule.lr_at`) on every param group."""
+        cfg = self.cfg
+        lr = lr_at(step, lr=cfg.lr, total=cfg.steps, warmup=cfg.warmup_steps, kind=cfg.lr_scheduler)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        return lr
 
     # -- the in-loop tree and evaluation -------------------------------------------------------
     def observe_and_remine(self, episodes: Sequence[Episode], step: int) -> dict[str, Any]:

@@ -147,6 +147,8 @@ class CountdownEnv(gym.Env[str, str]):
             raise EnvConfigError(f"render_mode {render_mode!r}", fix="use None or 'ansi'")
         self.render_mode = render_mode
         self.horizon = self.config.horizon
+        self.solution: list[str] = []
+        """The drawn puzzle's solution actions (empty for a given puzzle); the oracle backend plays it."""
         self.observation_space = gym.spaces.Text(max_length=4096)
         self.action_space = gym.spaces.Text(max_length=256)
         self.numbers: list[int] = []
@@ -179,6 +181,7 @@ class CountdownEnv(gym.Env[str, str]):
         self._feedback = "New puzzle."
         info = self._info(None)
         info["solution"] = solution
+        self.solution = list(solution)
         return self._obs(), info
 
     def step(self, action: str) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
