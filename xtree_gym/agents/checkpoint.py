@@ -82,8 +82,13 @@ def save_checkpoint(
     extra_tensors: dict[str, torch.Tensor] | None = None,
     files: dict[str, str] | None = None,
     keep: int = 0,
+    model_state: dict[str, torch.Tensor] | None = None,
 ) -> Path:
-    """Write ``run_dir/checkpoint-{step:06d}`` atomically; keep the newest ``keep`` (0 = all)."""
+    """Write ``run_dir/checkpoint-{step:06d}`` atomically; keep the newest ``keep`` (0 = all).
+
+    ``model_state``: the model's full state dict when its own is sharded (FSDP / DeepSpeed:
+    ``accelerator.get_state_dict``); a PEFT model saves its adapters only.
+    """
     from safetensors.torch import save_file
 
     run = Path(run_dir)
@@ -91,7 +96,8 @@ def save_checkpoint(
     final = run / f"checkpoint-{step:06d}"
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=run))
     try:
-        model.save_pretrained(str(tmp / "model"), safe_serialization=True)
+        kw = {"state_dict": model_state} if model_state is not None else {}
+        model.save_pretrained(str(tmp / "model"), safe_serialization=True, **kw)
         if tokenizer is not None:
             tokenizer.save_pretrained(str(tmp / "model"))
         if optimizer is not None:
@@ -183,6 +189,11 @@ def load_model_weights(model: Any, ckpt: str | Path) -> None:
     from safetensors.torch import load_file
 
     folder = Path(ckpt) / "model"
+    if (folder / "adapter_config.json").is_file():  # a LoRA run: the adapters only
+        from .lora import load_adapter_weights
+
+        load_adapter_weights(model, folder)
+        return
     files = sorted(folder.glob("*.safetensors"))
     if not files:
         raise ConfigError("the checkpoint holds no model weights", where=str(folder))

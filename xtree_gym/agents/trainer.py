@@ -36,7 +36,8 @@ from .config import GRPOConfig
 from .losses import clipped_policy_loss, k3_kl, loss_weights, opsd_term
 from .metrics import MetricsWriter, reduce_sums, safe_div
 from .opsd import TeacherContext, make_card_fn
-from .policy import ema_update, frozen_copy, load_policy, make_accelerator, resolve_dtype, sequence_logps
+from .lora import AdapterFreeReference, precision
+from .policy import adapt_policy, ema_update, frozen_copy, load_policy, make_accelerator, sequence_logps
 from .remine import RolloutBuffer, node_diff, remine
 from .rows import Row, collate, make_rows, micro_batches, teacher_to_student
 from .shaping import SegCostShaping, StepRewards, plain_rewards, xtree_bonuses, xtree_rewards
@@ -114,19 +115,23 @@ class GRPOTrainer:
         self, cfg: GRPOConfig, *, accelerator: Any = None, generator_factory: Callable[..., Any] | None = None
     ):
         self.cfg = cfg.resolved()
-        self.acc = accelerator or make_accelerator()
+        weights, mixed = precision(self.cfg.dtype, cuda=torch.cuda.is_available(), lora=self.cfg.lora_r > 0)
+        self.acc = accelerator or make_accelerator(mixed_precision=mixed)
         self.generator_factory = generator_factory
         self.run_dir = Path(self.cfg.output_dir)
         torch.manual_seed(self.cfg.seed)
-        dtype = resolve_dtype(self.cfg.dtype, self.acc.device)
         model, self.tokenizer = load_policy(
-            self.cfg.model, device=self.acc.device, dtype=dtype, seed=self.cfg.seed
+            self.cfg.model, device=self.acc.device, dtype=getattr(torch, weights), seed=self.cfg.seed, attn=self.cfg.attn
         )
+        model = adapt_policy(model, self.cfg)  # LoRA adapters, gradient checkpointing
         needs_base = self.cfg.kl_coef > 0 or (self.cfg.opsd != "none" and self.cfg.opsd_teacher == "base")
-        self.ref = frozen_copy(model) if needs_base else None
+        self.ref = frozen_copy(model) if needs_base and not self.cfg.lora_r else None
         self.ema = frozen_copy(model) if self.cfg.opsd != "none" and self.cfg.opsd_teacher == "ema" else None
-        opt = torch.optim.AdamW(model.parameters(), lr=self.cfg.lr, weight_decay=self.cfg.weight_decay)
+        trainable = [p for p in model.parameters() if p.requires_grad]
+        opt = torch.optim.AdamW(trainable, lr=self.cfg.lr, weight_decay=self.cfg.weight_decay)
         self.model, self.optimizer = self.acc.prepare(model, opt)
+        if needs_base and self.cfg.lora_r:  # the reference is the base: adapters off, no second copy
+            self.ref = AdapterFreeReference(self.model, self.policy)
         self.tree = self._load_tree(self.cfg.tree)
         self.segcost = (
             SegCostShaping(self.cfg.max_steps or 30, self.cfg.segcost_lam, self.cfg.segcost_buffer)
