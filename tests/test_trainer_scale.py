@@ -190,8 +190,8 @@ def test_gradient_checkpointing_gives_the_same_gradient(tmp_path: Path) -> None:
     plain.model.train()
     ckpt.model.train()  # checkpointing acts in train mode (the trainer trains after each rollout)
     calls = []
-    layer = ckpt.policy.model.layers[0]
-    hook = layer.register_forward_hook(lambda *a: calls.append(torch.is_grad_enabled()))
+    act = ckpt.policy.model.layers[0].mlp.act_fn  # inside the layer: recomputed in backward
+    hook = act.register_forward_hook(lambda *a: calls.append(torch.is_grad_enabled()))
     s1, g1 = _step_grads(plain, rows)
     s2, g2 = _step_grads(ckpt, copy.deepcopy(rows))
     hook.remove()
