@@ -199,3 +199,28 @@ def test_gradient_checkpointing_gives_the_same_gradient(tmp_path: Path) -> None:
     assert s1["loss"] == pytest.approx(s2["loss"], abs=1e-7)
     for name, g in g1.items():
         assert torch.allclose(g2[name], g, atol=1e-6, rtol=1e-5), name
+
+
+# -- item 5: the checkpoint path of sharded runs -----------------------------------------------------------
+def test_full_state_dict_checkpoint_path_round_trips(tmp_path: Path) -> None:
+    """The gathered-state path FSDP takes (parameter-name keys), run here on an unsharded model."""
+    from xtree_gym.agents import checkpoint as ckpt
+    from xtree_gym.agents.models import tiny_random
+    from xtree_gym.agents.scaleout import FullOptimizerState, load_full_model_state, load_full_optimizer_state
+
+    model, _ = tiny_random(seed=1)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    model(input_ids=torch.tensor([[5, 6, 7, 8]])).logits.float().pow(2).mean().backward()
+    opt.step()
+    full = FullOptimizerState(model, opt)
+    assert any(isinstance(k, str) and "." in k for k in full.state_dict()["state"])  # keyed by parameter names
+    path = ckpt.save_checkpoint(tmp_path, 1, model=model, optimizer=full, model_state=model.state_dict())
+    fresh, _ = tiny_random(seed=2)
+    fresh_opt = torch.optim.AdamW(fresh.parameters(), lr=1e-2)
+    load_full_model_state(fresh, path / "model")
+    load_full_optimizer_state(fresh, fresh_opt, ckpt.read_optimizer_state(path))
+    for (name, a), b in zip(model.state_dict().items(), fresh.state_dict().values()):
+        assert torch.equal(a, b), name
+    for p, q in zip(model.parameters(), fresh.parameters()):
+        for key in ("exp_avg", "exp_avg_sq", "step"):
+            assert torch.equal(opt.state[p][key], fresh_opt.state[q][key]), key

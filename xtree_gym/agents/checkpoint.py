@@ -54,13 +54,18 @@ def optimizer_to_flat(state: dict[str, Any]) -> tuple[dict[str, torch.Tensor], d
 
 def optimizer_from_flat(tensors: dict[str, torch.Tensor], meta: dict[str, Any]) -> dict[str, Any]:
     """Inverse of :func:`optimizer_to_flat` (a dict ``optimizer.load_state_dict`` accepts)."""
-    state: dict[int, dict[str, Any]] = {}
-    for name, value in tensors.items():
-        _, pid, key = name.split(".", 2)
-        state.setdefault(int(pid), {})[key] = value
+    state: dict[int | str, dict[str, Any]] = {}
+    for name, value in tensors.items():  # state.<id or parameter name>.<key>: names hold dots, keys do not
+        head, key = name.rsplit(".", 1)
+        state.setdefault(_param_id(head[len("state.") :]), {})[key] = value
     for pid, entry in meta.get("scalars", {}).items():
-        state.setdefault(int(pid), {}).update(entry)
+        state.setdefault(_param_id(pid), {}).update(entry)
     return {"state": state, "param_groups": meta["param_groups"]}
+
+
+def _param_id(text: str) -> int | str:
+    """An optimizer state key: the integer index of a plain state dict, or a parameter name (full FSDP one)."""
+    return int(text) if text.isdigit() else text
 
 
 def _json_default(value: Any) -> Any:
@@ -77,7 +82,7 @@ def save_checkpoint(
     *,
     model: Any,
     tokenizer: Any = None,
-    optimizer: torch.optim.Optimizer | None = None,
+    optimizer: Any = None,
     state: dict[str, Any] | None = None,
     extra_tensors: dict[str, torch.Tensor] | None = None,
     files: dict[str, str] | None = None,
@@ -166,14 +171,19 @@ def read_state(ckpt: str | Path) -> dict[str, Any]:
     return data
 
 
-def load_optimizer(ckpt: str | Path, optimizer: torch.optim.Optimizer) -> None:
-    """Load ``optimizer.safetensors`` + ``optimizer.json`` into ``optimizer`` (no pickle)."""
+def read_optimizer_state(ckpt: str | Path) -> dict[str, Any]:
+    """``optimizer.safetensors`` + ``optimizer.json`` as an optimizer state dict (no pickle)."""
     from safetensors.torch import load_file
 
     ckpt = Path(ckpt)
     tensors = load_file(str(ckpt / "optimizer.safetensors"))
     meta = json.loads((ckpt / "optimizer.json").read_text(encoding="utf-8"))
-    optimizer.load_state_dict(optimizer_from_flat(tensors, meta))
+    return optimizer_from_flat(tensors, meta)
+
+
+def load_optimizer(ckpt: str | Path, optimizer: torch.optim.Optimizer) -> None:
+    """Load the checkpoint's optimizer state into ``optimizer``."""
+    optimizer.load_state_dict(read_optimizer_state(ckpt))
 
 
 def load_extra(ckpt: str | Path) -> dict[str, torch.Tensor]:

@@ -39,6 +39,7 @@ from .opsd import TeacherContext, make_card_fn
 from .lora import AdapterFreeReference, precision
 from .policy import adapt_policy, ema_update, frozen_copy, load_policy, make_accelerator, sequence_logps
 from .remine import RolloutBuffer, node_diff, remine
+from .scaleout import inner_optimizer, load_sharded, save_args
 from .rows import Row, collate, make_rows, micro_batches, teacher_to_student
 from .shaping import SegCostShaping, StepRewards, plain_rewards, xtree_bonuses, xtree_rewards
 from .tasks import generic_tasks, rank_share, scienceworld_tasks, webshop_goal_indices, webshop_tasks
@@ -535,6 +536,7 @@ class GRPOTrainer:
         """Write ``checkpoint-{step}`` (main process) and wait for every rank."""
         path = None
         self.acc.wait_for_everyone()
+        sharded = save_args(self.acc, self.model, self.optimizer)  # every rank: a sharded model is gathered
         if self.acc.is_main_process:
             state: dict[str, Any] = {"config": self.cfg.to_dict()}
             if self.segcost is not None:
@@ -552,13 +554,11 @@ class GRPOTrainer:
                 self.step,
                 model=self.policy,
                 tokenizer=self.tokenizer,
-                optimizer=self.optimizer.optimizer
-                if hasattr(self.optimizer, "optimizer")
-                else self.optimizer,
                 state=state,
                 extra_tensors=extra,
                 files=files,
                 keep=self.cfg.keep_checkpoints,
+                **sharded,
             )
         self.acc.wait_for_everyone()
         return path
@@ -566,9 +566,9 @@ class GRPOTrainer:
     def load(self, path: Path) -> None:
         """Restore weights, optimizer, EMA teacher, tree, buffers and the step from a checkpoint."""
         state = ckpt.read_state(path)
-        ckpt.load_model_weights(self.policy, path)
-        inner = self.optimizer.optimizer if hasattr(self.optimizer, "optimizer") else self.optimizer
-        ckpt.load_optimizer(path, inner)
+        if not load_sharded(self.acc, self.model, self.optimizer, path):
+            ckpt.load_model_weights(self.policy, path)
+            ckpt.load_optimizer(path, inner_optimizer(self.optimizer))
         if self.ema is not None:
             extra = ckpt.load_extra(path)
             self.ema.load_state_dict({k[4:]: v for k, v in extra.items() if k.startswith("ema.")})
