@@ -224,3 +224,17 @@ def test_full_state_dict_checkpoint_path_round_trips(tmp_path: Path) -> None:
     for p, q in zip(model.parameters(), fresh.parameters()):
         for key in ("exp_avg", "exp_avg_sq", "step"):
             assert torch.equal(opt.state[p][key], fresh_opt.state[q][key]), key
+
+
+def test_cli_flags_of_issue_21(capsys) -> None:
+    import json
+
+    from xtree_gym.cli import main
+
+    flags = ["--lora-r", "4", "--lora-alpha", "8", "--lora-targets", "q_proj,v_proj", "--gradient-checkpointing"]
+    flags += ["--dtype", "bf16", "--attn", "sdpa", "--model", "Qwen/Qwen2.5-1.5B-Instruct"]
+    assert main(["train", "rlvr", *flags, "--print-config"]) == 0
+    cfg = json.loads(capsys.readouterr().out)
+    assert (cfg["lora_r"], cfg["lora_alpha"], cfg["lora_targets"]) == (4, 8.0, "q_proj,v_proj")
+    assert (cfg["gradient_checkpointing"], cfg["dtype"], cfg["attn"]) == (True, "bf16", "sdpa")
+    assert cfg["model"] == "Qwen/Qwen2.5-1.5B-Instruct"
