@@ -104,8 +104,14 @@ def run_ours(args: argparse.Namespace, full_logits: bool) -> dict[str, float]:
     tmp = tempfile.mkdtemp(prefix="bench-mem-")
     budget = args.rows * (args.prompt_tokens + args.completion_tokens)
     cfg = GRPOConfig(
-        model=args.model, kl_coef=args.kl, lr=1e-6, micro_batch_tokens=budget, output_dir=tmp,
-        progress=False, tensorboard=False, dtype="auto",
+        model=args.model,
+        kl_coef=args.kl,
+        lr=1e-6,
+        micro_batch_tokens=budget,
+        output_dir=tmp,
+        progress=False,
+        tensorboard=False,
+        dtype="auto",
     )
     tr = trainer_mod.GRPOTrainer(cfg)
     tr.model.train()
@@ -130,13 +136,27 @@ def run_trl(args: argparse.Namespace) -> dict[str, float]:
     model, tok = load_model(args.model, device="cuda" if cuda else "cpu")
     tmp = tempfile.mkdtemp(prefix="bench-mem-trl-")
     targs = TRLConfig(
-        output_dir=tmp, per_device_train_batch_size=args.rows, num_generations=args.rows,
-        max_completion_length=args.completion_tokens, beta=args.kl, loss_type="dapo", learning_rate=1e-6,
-        report_to="none", use_cpu=not cuda, bf16=cuda, logging_steps=1, save_strategy="no",
+        output_dir=tmp,
+        per_device_train_batch_size=args.rows,
+        num_generations=args.rows,
+        max_completion_length=args.completion_tokens,
+        beta=args.kl,
+        loss_type="dapo",
+        learning_rate=1e-6,
+        report_to="none",
+        use_cpu=not cuda,
+        bf16=cuda,
+        logging_steps=1,
+        save_strategy="no",
     )
     data = Dataset.from_dict({"prompt": ["x"] * args.rows})
-    trainer = TRLTrainer(model=model, reward_funcs=lambda completions, **kw: [0.0] * len(completions),
-                         args=targs, train_dataset=data, processing_class=tok)
+    trainer = TRLTrainer(
+        model=model,
+        reward_funcs=lambda completions, **kw: [0.0] * len(completions),
+        args=targs,
+        train_dataset=data,
+        processing_class=tok,
+    )
     trainer.create_optimizer()
     trainer.current_gradient_accumulation_steps = 1
     dev = trainer.accelerator.device
@@ -187,22 +207,41 @@ def main() -> int:
         print("RESULT " + json.dumps(res), flush=True)
         return 0
     sides = ["ours", "trl"] + (["ours-full-logits"] if args.with_full_logits else [])
-    print(f"load before: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} (uptime, 1/5/15 min)")
-    print(f"{args.rows} rows x ({args.prompt_tokens} prompt + {args.completion_tokens} completion) tokens, "
-          f"model {args.model}, kl {args.kl}")
+    print(
+        f"load before: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} (uptime, 1/5/15 min)"
+    )
+    print(
+        f"{args.rows} rows x ({args.prompt_tokens} prompt + {args.completion_tokens} completion) tokens, "
+        f"model {args.model}, kl {args.kl}"
+    )
     results: dict[str, dict[str, float]] = {}
     for side in sides:
-        cmd = [sys.executable, __file__, "--side", side, "--model", args.model, "--rows", str(args.rows),
-               "--prompt-tokens", str(args.prompt_tokens), "--completion-tokens", str(args.completion_tokens),
-               "--kl", str(args.kl)]
+        cmd = [
+            sys.executable,
+            __file__,
+            "--side",
+            side,
+            "--model",
+            args.model,
+            "--rows",
+            str(args.rows),
+            "--prompt-tokens",
+            str(args.prompt_tokens),
+            "--completion-tokens",
+            str(args.completion_tokens),
+            "--kl",
+            str(args.kl),
+        ]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         line = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
         if proc.returncode or not line:
             print(proc.stderr[-3000:], file=sys.stderr)
             raise SystemExit(f"{side}: failed (exit {proc.returncode})")
-        results[side] = json.loads(line[-1][len("RESULT "):])
+        results[side] = json.loads(line[-1][len("RESULT ") :])
         r = results[side]
-        print(f"{side:>17}: peak {r['peak_gib']:.2f} GiB (update +{r['update_gib']:.2f} GiB), update {r['seconds']:.1f} s")
+        print(
+            f"{side:>17}: peak {r['peak_gib']:.2f} GiB (update +{r['update_gib']:.2f} GiB), update {r['seconds']:.1f} s"
+        )
     print(f"load after: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
     print(f"update time vs TRL: {results['ours']['seconds'] / results['trl']['seconds']:.2f}×")
     print(f"update + vs TRL: {results['ours']['update_gib'] / results['trl']['update_gib']:.2f}×")

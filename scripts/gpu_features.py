@@ -37,7 +37,9 @@ def batch(tokenizer: Any) -> list[Any]:
                 comp = tokenizer.encode(f"<action>open door {g} {m} {k}</action>", add_special_tokens=False)
                 turns.append(Turn(list(prompt), comp, [0.0] * len(comp), "", "a", ""))
             won = m == 0
-            eps.append(Episode(f"{g}.{m}", "env", "t", "g", 0, g, m, turns=turns, success=won, reward=float(won)))
+            eps.append(
+                Episode(f"{g}.{m}", "env", "t", "g", 0, g, m, turns=turns, success=won, reward=float(won))
+            )
     return eps
 
 
@@ -83,9 +85,21 @@ def check_bf16(tmp: str, cuda: bool) -> dict[str, Any]:
     secs = time.perf_counter() - t
     after = _params(tr)
     moved = sum(not torch.equal(before[k], after[k]) for k in before)
-    ok = tr.acc.mixed_precision == "bf16" and moved >= len(before) // 2 and 0 < stats["grad_norm"] < float("inf")
-    return {"check": "bf16", "ok": bool(ok), "mixed_precision": tr.acc.mixed_precision, "moved": moved,
-            "tensors": len(before), "loss": stats["loss"], "update_s": round(secs, 3), "peak_mib": _peak(cuda)}
+    ok = (
+        tr.acc.mixed_precision == "bf16"
+        and moved >= len(before) // 2
+        and 0 < stats["grad_norm"] < float("inf")
+    )
+    return {
+        "check": "bf16",
+        "ok": bool(ok),
+        "mixed_precision": tr.acc.mixed_precision,
+        "moved": moved,
+        "tensors": len(before),
+        "loss": stats["loss"],
+        "update_s": round(secs, 3),
+        "peak_mib": _peak(cuda),
+    }
 
 
 def check_lora(tmp: str, cuda: bool) -> dict[str, Any]:
@@ -107,11 +121,23 @@ def check_lora(tmp: str, cuda: bool) -> dict[str, Any]:
     tr.step = 2
     path = tr.save()
     ok = (
-        isinstance(tr.ref, AdapterFreeReference) and moved >= len(adapters) // 2 and frozen
-        and stats["kl_sum"] > 0 and path is not None and (path / "model" / "adapter_model.safetensors").is_file()
+        isinstance(tr.ref, AdapterFreeReference)
+        and moved >= len(adapters) // 2
+        and frozen
+        and stats["kl_sum"] > 0
+        and path is not None
+        and (path / "model" / "adapter_model.safetensors").is_file()
     )
-    return {"check": "lora", "ok": bool(ok), "adapters_moved": moved, "adapters": len(adapters),
-            "base_frozen": frozen, "base_dtype": base_dtype, "kl_sum": stats["kl_sum"], "peak_mib": _peak(cuda)}
+    return {
+        "check": "lora",
+        "ok": bool(ok),
+        "adapters_moved": moved,
+        "adapters": len(adapters),
+        "base_frozen": frozen,
+        "base_dtype": base_dtype,
+        "kl_sum": stats["kl_sum"],
+        "peak_mib": _peak(cuda),
+    }
 
 
 def _grads(tr: Any, rows: list[Any], cuda: bool) -> tuple[dict[str, Any], float | None]:
@@ -138,8 +164,13 @@ def check_gradient_checkpointing(tmp: str, cuda: bool) -> dict[str, Any]:
     g1, m1 = _grads(ckpt, rows, cuda)
     worst = max(float((g0[k] - g1[k]).abs().max()) for k in g0)
     ok = g0.keys() == g1.keys() and all(torch.allclose(g0[k], g1[k], atol=1e-5, rtol=1e-4) for k in g0)
-    return {"check": "gradient_checkpointing", "ok": bool(ok), "max_abs_grad_diff": worst,
-            "peak_mib_off": m0, "peak_mib_on": m1}
+    return {
+        "check": "gradient_checkpointing",
+        "ok": bool(ok),
+        "max_abs_grad_diff": worst,
+        "peak_mib_off": m0,
+        "peak_mib_on": m1,
+    }
 
 
 def fsdp_child(out: str) -> int:
@@ -159,8 +190,13 @@ def fsdp_child(out: str) -> int:
     if tr.acc.is_main_process:
         save_file({k: v.contiguous() for k, v in params.items()}, f"{out}/params.safetensors")
         same = all(bool((params[k] == again[k]).all()) for k in params)
-        info = {"sharding": kind, "grad_norm": stats["grad_norm"], "resumed_step": back.step,
-                "resumed_equal": same, "checkpoint": str(path)}
+        info = {
+            "sharding": kind,
+            "grad_norm": stats["grad_norm"],
+            "resumed_step": back.step,
+            "resumed_equal": same,
+            "checkpoint": str(path),
+        }
         Path(f"{out}/child.json").write_text(json.dumps(info))
     return 0
 
@@ -178,8 +214,17 @@ def check_fsdp(tmp: str, cuda: bool) -> dict[str, Any]:
     out = f"{tmp}/fsdp"
     os.makedirs(out, exist_ok=True)
     launcher = shutil.which("accelerate") or str(Path(sys.executable).with_name("accelerate"))
-    cmd = [launcher, "launch", "--config_file", str(FSDP_CONFIG), "--main_process_port", "29533",
-           str(ROOT / "scripts" / "gpu_smoke.py"), "--fsdp-child", out]
+    cmd = [
+        launcher,
+        "launch",
+        "--config_file",
+        str(FSDP_CONFIG),
+        "--main_process_port",
+        "29533",
+        str(ROOT / "scripts" / "gpu_smoke.py"),
+        "--fsdp-child",
+        out,
+    ]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "XTREE_PROGRESS": "0"}
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
     if proc.returncode:
@@ -188,8 +233,12 @@ def check_fsdp(tmp: str, cuda: bool) -> dict[str, Any]:
     got = load_file(f"{out}/params.safetensors")
     worst = max(float((want[k] - got[k]).abs().max()) for k in want) if want.keys() == got.keys() else None
     ok = (
-        info["sharding"] == "fsdp" and info["resumed_equal"] and info["resumed_step"] == 1
-        and worst is not None and worst < 1e-5 and all(torch.isfinite(v).all() for v in got.values())
+        info["sharding"] == "fsdp"
+        and info["resumed_equal"]
+        and info["resumed_step"] == 1
+        and worst is not None
+        and worst < 1e-5
+        and all(torch.isfinite(v).all() for v in got.values())
     )
     return {"check": "fsdp", "ok": bool(ok), "max_abs_param_diff_vs_one_process": worst, **info}
 

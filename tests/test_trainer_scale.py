@@ -18,11 +18,11 @@ torch = pytest.importorskip("torch")
 
 from xtree_gym.agents import trainer as trainer_mod  # noqa: E402
 from xtree_gym.agents.config import GRPOConfig  # noqa: E402
-from xtree_gym.errors import ConfigError  # noqa: E402
 from xtree_gym.agents.policy import full_sequence_logps, sequence_logps  # noqa: E402
 from xtree_gym.agents.rows import Row, collate  # noqa: E402
 from xtree_gym.agents.shaping import plain_rewards  # noqa: E402
 from xtree_gym.agents.trainer import GRPOTrainer  # noqa: E402
+from xtree_gym.errors import ConfigError  # noqa: E402
 
 SCRIPT = Path(__file__).parent / "scripts" / "grpo_dist_step.py"
 
@@ -81,7 +81,9 @@ def test_saved_folder_trains_by_path_with_no_env_and_no_hub(tmp_path: Path, monk
     before = dict(os.environ)
     tr = GRPOTrainer(_cfg(tmp_path / "run", model=str(folder), kl_coef=0.05))
     start = {k: v.detach().clone() for k, v in tr.policy.state_dict().items()}
-    assert torch.equal(start["model.layers.0.mlp.up_proj.weight"], model.state_dict()["model.layers.0.mlp.up_proj.weight"])
+    assert torch.equal(
+        start["model.layers.0.mlp.up_proj.weight"], model.state_dict()["model.layers.0.mlp.up_proj.weight"]
+    )
     stats = tr.learn(_episodes(tr.tokenizer))
     after = tr.policy.state_dict()
     assert stats["grad_norm"] > 0
@@ -92,7 +94,12 @@ def test_saved_folder_trains_by_path_with_no_env_and_no_hub(tmp_path: Path, monk
 
 def test_hub_id_offline_is_one_clear_error(tmp_path: Path) -> None:
     code = "from xtree_gym.agents.models import load_model\nload_model('nobody-xyz/no-such-model')"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf"), "PYTHONPATH": str(Path(__file__).parents[1])}
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "HF_HOME": str(tmp_path / "hf"),
+        "PYTHONPATH": str(Path(__file__).parents[1]),
+    }
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0
     assert "ConfigError: cannot load model 'nobody-xyz/no-such-model'" in proc.stderr
@@ -213,7 +220,9 @@ def test_full_state_dict_checkpoint_path_round_trips(tmp_path: Path) -> None:
     model(input_ids=torch.tensor([[5, 6, 7, 8]])).logits.float().pow(2).mean().backward()
     opt.step()
     full = FullOptimizerState(model, opt)
-    assert any(isinstance(k, str) and "." in k for k in full.state_dict()["state"])  # keyed by parameter names
+    assert any(
+        isinstance(k, str) and "." in k for k in full.state_dict()["state"]
+    )  # keyed by parameter names
     path = ckpt.save_checkpoint(tmp_path, 1, model=model, optimizer=full, model_state=model.state_dict())
     fresh, _ = tiny_random(seed=2)
     fresh_opt = torch.optim.AdamW(fresh.parameters(), lr=1e-2)
@@ -231,10 +240,18 @@ def test_cli_flags_of_issue_21(capsys) -> None:
 
     from xtree_gym.cli import main
 
-    flags = ["--lora-r", "4", "--lora-alpha", "8", "--lora-targets", "q_proj,v_proj", "--gradient-checkpointing"]
+    flags = [
+        "--lora-r",
+        "4",
+        "--lora-alpha",
+        "8",
+        "--lora-targets",
+        "q_proj,v_proj",
+        "--gradient-checkpointing",
+    ]
     flags += ["--dtype", "bf16", "--attn", "sdpa", "--model", "Qwen/Qwen2.5-1.5B-Instruct"]
     assert main(["train", "rlvr", *flags, "--print-config"]) == 0
     cfg = json.loads(capsys.readouterr().out)
-    assert (cfg["lora_r"], cfg["lora_alpha"], cfg["lora_targets"]) == (4, 8.0, "q_proj,v_proj")
+    assert (cfg["lora_r"], cfg["lora_alpha"], cfg["lora_targets"]) == (4, 8, "q_proj,v_proj")
     assert (cfg["gradient_checkpointing"], cfg["dtype"], cfg["attn"]) == (True, "bf16", "sdpa")
     assert cfg["model"] == "Qwen/Qwen2.5-1.5B-Instruct"

@@ -186,7 +186,7 @@ class GRPOConfig:
     """Attention implementation: ``eager``, ``sdpa`` or ``flash_attention_2`` (None: transformers' default)."""
     lora_r: int = 0
     """LoRA rank (0 = full fine-tuning); with LoRA the KL reference is the base with adapters disabled."""
-    lora_alpha: float = 32.0
+    lora_alpha: int = 32
     """LoRA scaling α (the adapter's update is scaled by α / r)."""
     lora_targets: str = "all-linear"
     """Modules LoRA adapts: ``all-linear`` (every linear layer but the LM head) or names, ``q_proj,v_proj``."""

@@ -69,11 +69,13 @@ def parse_targets(text: str) -> str | list[str]:
         return text
     names = [t.strip() for t in text.split(",") if t.strip()]
     if not names:
-        raise ConfigError(f"lora_targets = {text!r}", fix="use all-linear or module names, e.g. q_proj,v_proj")
+        raise ConfigError(
+            f"lora_targets = {text!r}", fix="use all-linear or module names, e.g. q_proj,v_proj"
+        )
     return names
 
 
-def apply_lora(model: Any, *, r: int, alpha: float, targets: str) -> Any:
+def apply_lora(model: Any, *, r: int, alpha: int, targets: str) -> Any:
     """``model`` wrapped in a PEFT LoRA model of rank ``r`` (only the adapters require grad)."""
     import importlib.util
 

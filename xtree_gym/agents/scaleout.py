@@ -95,9 +95,13 @@ def load_sharded(acc: Any, model: Any, optimizer: Any, path: Path) -> bool:
     if kind == "none":
         return False
     if kind == "deepspeed":
-        stage = int((getattr(acc, "deepspeed_config", None) or {}).get("zero_optimization", {}).get("stage", 0))
+        stage = int(
+            (getattr(acc, "deepspeed_config", None) or {}).get("zero_optimization", {}).get("stage", 0)
+        )
         if stage == 3:
-            raise ConfigError("resuming a DeepSpeed ZeRO-3 run is not supported", fix="resume under FSDP or ZeRO-2")
+            raise ConfigError(
+                "resuming a DeepSpeed ZeRO-3 run is not supported", fix="resume under FSDP or ZeRO-2"
+            )
         ckpt.load_model_weights(acc.unwrap_model(model), path)  # ZeRO-2: the weights are whole on every rank
         return True
     load_full_model_state(model, Path(path) / "model")

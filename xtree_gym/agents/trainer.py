@@ -33,14 +33,14 @@ from ..errors import ConfigError
 from . import checkpoint as ckpt
 from .advantages import grouped_advantages
 from .config import GRPOConfig
+from .lora import AdapterFreeReference, precision
 from .losses import clipped_policy_loss, k3_kl, loss_weights, opsd_term
 from .metrics import MetricsWriter, reduce_sums, safe_div
 from .opsd import TeacherContext, make_card_fn
-from .lora import AdapterFreeReference, precision
 from .policy import adapt_policy, ema_update, frozen_copy, load_policy, make_accelerator, sequence_logps
 from .remine import RolloutBuffer, node_diff, remine
-from .scaleout import inner_optimizer, load_sharded, save_args
 from .rows import Row, collate, make_rows, micro_batches, teacher_to_student
+from .scaleout import inner_optimizer, load_sharded, save_args
 from .shaping import SegCostShaping, StepRewards, plain_rewards, xtree_bonuses, xtree_rewards
 from .tasks import generic_tasks, rank_share, scienceworld_tasks, webshop_goal_indices, webshop_tasks
 from .types import Episode, Generation, GenRequest, TaskSpec
@@ -122,7 +122,11 @@ class GRPOTrainer:
         self.run_dir = Path(self.cfg.output_dir)
         torch.manual_seed(self.cfg.seed)
         model, self.tokenizer = load_policy(
-            self.cfg.model, device=self.acc.device, dtype=getattr(torch, weights), seed=self.cfg.seed, attn=self.cfg.attn
+            self.cfg.model,
+            device=self.acc.device,
+            dtype=getattr(torch, weights),
+            seed=self.cfg.seed,
+            attn=self.cfg.attn,
         )
         model = adapt_policy(model, self.cfg)  # LoRA adapters, gradient checkpointing
         needs_base = self.cfg.kl_coef > 0 or (self.cfg.opsd != "none" and self.cfg.opsd_teacher == "base")
