@@ -6,7 +6,8 @@ reference (β = ``--kl``) on both sides, token-mean loss, AdamW, float32 on CPU 
 GPU). Each side runs in its own subprocess so that its peak is its own:
 
 * **ours**: ``GRPOTrainer.update(rows)`` -- reference forward, policy forward/backward, step;
-* **TRL**: ``trl.GRPOTrainer`` (``loss_type="dapo"``): the reference's per-token logprobs
+* **TRL**: ``trl.GRPOTrainer`` (``loss_type="dapo"``, ``optim="adamw_torch"`` and no gradient
+  checkpointing, as ours; TRL's defaults are the fused AdamW and checkpointing on): the reference's per-token logprobs
   (``_get_per_token_logps_and_entropies`` on its ``ref_model``), ``compute_loss`` + backward, step;
 * with ``--with-full-logits``: ours again on the former full-vocabulary-logit path.
 
@@ -144,6 +145,8 @@ def run_trl(args: argparse.Namespace) -> dict[str, float]:
         loss_type="dapo",
         learning_rate=1e-6,
         report_to="none",
+        optim="adamw_torch",  # as ours (TRL defaults to the fused AdamW)
+        gradient_checkpointing=False,  # as ours (TRL defaults to True)
         use_cpu=not cuda,
         bf16=cuda,
         logging_steps=1,

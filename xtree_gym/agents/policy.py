@@ -50,9 +50,14 @@ def adapt_policy(model: Any, cfg: Any) -> Any:
     return model
 
 
-def frozen_copy(model: Any) -> Any:
-    """A gradient-free copy in eval mode (the KL reference / the EMA teacher)."""
+def frozen_copy(model: Any, dtype: torch.dtype | None = None) -> Any:
+    """A gradient-free copy in eval mode (the KL reference / the EMA teacher), cast to ``dtype`` if given.
+
+    Under mixed precision the reference only runs in autocast, so it is kept in the low precision.
+    """
     twin = copy.deepcopy(model)
+    if dtype is not None:
+        twin = twin.to(dtype)
     twin.eval()
     for p in twin.parameters():
         p.requires_grad_(False)

@@ -130,7 +130,9 @@ class GRPOTrainer:
         )
         model = adapt_policy(model, self.cfg)  # LoRA adapters, gradient checkpointing
         needs_base = self.cfg.kl_coef > 0 or (self.cfg.opsd != "none" and self.cfg.opsd_teacher == "base")
-        self.ref = frozen_copy(model) if needs_base and not self.cfg.lora_r else None
+        amp = self.acc.mixed_precision
+        low = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(str(amp))
+        self.ref = frozen_copy(model, dtype=low) if needs_base and not self.cfg.lora_r else None
         self.ema = frozen_copy(model) if self.cfg.opsd != "none" and self.cfg.opsd_teacher == "ema" else None
         trainable = [p for p in model.parameters() if p.requires_grad]
         opt = torch.optim.AdamW(trainable, lr=self.cfg.lr, weight_decay=self.cfg.weight_decay)
