@@ -287,6 +287,11 @@ def check_model_fields(cfg: GRPOConfig) -> None:
         from .lora import parse_targets
 
         parse_targets(cfg.lora_targets)
+        if cfg.backend == "vllm":
+            raise ConfigError(
+                "LoRA with backend 'vllm' is not supported (the weight push sends whole weights)",
+                fix="use backend 'hf' with --lora-r, or full fine-tuning with vllm",
+            )
 
 
 # ----------------------------------------------------------------------------- files and flags
