@@ -278,3 +278,30 @@ def test_idle_envs_are_reused_and_bounded():
     distinct = [TaskSpec("e", env_kwargs={"max_steps": 10 + i}) for i in range(6)]  # one env each
     rollout(ECHO_ENV, distinct, gen, EchoHarness(), max_live=2)
     assert EchoEnv.open_peak - base_open <= 4 and EchoEnv.open_now == base_open  # 2 live + 2 idle; all closed
+
+
+def test_the_progress_bar_moves_per_turn_and_per_generated_token(capsys, monkeypatch):
+    """A long turn (a small model on CPU) shows tokens moving, not a 0/N bar until an episode ends."""
+    pytest.importorskip("transformers", reason="the train extra is not installed")
+    from xtree_gym.agents.generation import HFGenerator
+    from xtree_gym.agents.models import load_model
+
+    monkeypatch.setenv("XTREE_PROGRESS", "1")
+    model, tok = load_model("tiny-random")
+    gen = HFGenerator(model, tok, temperature=1.0, max_new_tokens=6, seed=0)
+    streamed: list[int] = []
+    original = rollout.__globals__["_Run"].count_streamed
+
+    def spy(self, k):
+        streamed.append(k)
+        return original(self, k)
+
+    monkeypatch.setattr(rollout.__globals__["_Run"], "count_streamed", spy)
+    eps = rollout(
+        ECHO_ENV, [TaskSpec("e", seed=1)], gen, EchoHarness(), n=2, tokenizer=tok, max_steps=2, progress=True
+    )
+    err = capsys.readouterr().err
+    turns = sum(len(e.turns) for e in eps)
+    assert streamed and set(streamed) <= {1, 2}  # one token per live sequence and decoding step
+    assert f"{turns} turns" in err and "tok/s" in err
+    assert gen.on_tokens is None  # the hook is taken off when the rollout ends

@@ -16,7 +16,7 @@ from them -- never the other way round, so a trainer's tokens are the ones that 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..errors import ConfigError
@@ -177,6 +177,33 @@ def cut_completion(
     return n, "length"
 
 
+class TokenCounter:
+    """A ``generate`` streamer that only counts: the first ``put`` is the prompt, each later one holds
+    the tokens of one decoding step (one per sequence), so a long turn shows tokens moving.
+
+    Example:
+        >>> seen = []
+        >>> c = TokenCounter(seen.append)
+        >>> import numpy as np
+        >>> c.put(np.zeros((2, 7))); c.put(np.zeros(2)); c.put(np.zeros(2)); c.end()
+        >>> seen
+        [2, 2]
+    """
+
+    def __init__(self, hook: Callable[[int], None]) -> None:
+        self.hook = hook
+        self.prompt_seen = False
+
+    def put(self, value: Any) -> None:
+        if not self.prompt_seen:
+            self.prompt_seen = True
+            return
+        self.hook(int(value.size if isinstance(value.size, int) else value.numel()))
+
+    def end(self) -> None:
+        pass
+
+
 class HFGenerator:
     """transformers ``generate`` on a live model: left-padded batches, sampling, exact ids/logprobs.
 
@@ -218,6 +245,8 @@ class HFGenerator:
         self.seed = int(seed)
         self.batch_size = int(batch_size)
         self.calls = 0
+        self.on_tokens: Callable[[int], None] | None = None
+        """Told the number of tokens each decoding step makes (a rollout's progress bar sets it)."""
         eos = getattr(model.generation_config, "eos_token_id", None)
         eos = [eos] if isinstance(eos, int) else list(eos or [])
         if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in eos:
@@ -274,6 +303,8 @@ class HFGenerator:
             kwargs.update(temperature=None, top_p=None, top_k=None)
         if self.stop:
             kwargs.update(stop_strings=list(self.stop), tokenizer=self.tokenizer)
+        if self.on_tokens is not None:
+            kwargs["streamer"] = TokenCounter(self.on_tokens)
         out = self.model.generate(input_ids=input_ids.to(device), attention_mask=mask.to(device), **kwargs)
         new = out.sequences[:, width:].cpu()
         # scores[t] are the processed logits of step t (after temperature / top-p): log-softmax them

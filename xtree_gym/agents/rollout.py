@@ -179,6 +179,7 @@ class _Run:
         self.bar: Progress | None = None
         self.turns = 0  # generated turns and tokens so far: the bar moves per turn, not per episode
         self.tokens = 0
+        self.streamed = 0  # tokens of the generation in flight, as the generator reports them
 
     # -- env handles -------------------------------------------------------------------------------
     def _acquire(self, kwargs: dict[str, Any]) -> tuple[tuple[str, str], Any]:
@@ -328,9 +329,19 @@ class _Run:
     def _count_turns(self, outputs: list[tuple[GenRequest, Generation, ParsedAction, list[str]]]) -> None:
         self.turns += len(outputs)
         self.tokens += sum(len(gen.completion_ids) for _, gen, _, _ in outputs)
+        self.streamed = 0
+        self._show()
+
+    def count_streamed(self, k: int) -> None:
+        """The generator made ``k`` more tokens of the turns in flight."""
+        self.streamed += k
+        self._show()
+
+    def _show(self) -> None:
         if self.bar is not None:
-            rate = self.tokens / max(self.bar.elapsed(), 1e-9)
-            self.bar.set_postfix(f"{self.turns} turns, {self.tokens} tokens, {rate:.1f} tok/s")
+            tokens = self.tokens + self.streamed
+            rate = tokens / max(self.bar.elapsed(), 1e-9)
+            self.bar.set_postfix(f"{self.turns} turns, {tokens} tokens, {rate:.1f} tok/s")
 
     def _invalid_turn(self, live: _Live, turn: Turn, error: str) -> None:
         turn.token, turn.slots = NO_ACTION_TOKEN, {"rest": ""}
@@ -482,6 +493,8 @@ def rollout(
     try:
         with Progress(total, desc=f"rollout {run.domain}", enabled=progress) as bar:
             run.bar = bar
+            if bar.enabled and hasattr(generator, "on_tokens"):
+                generator.on_tokens = run.count_streamed
             while pending or live:
                 while pending and (not live or len(live) + len(pending[0][1]) <= capacity):
                     g, members = pending.popleft()
@@ -489,6 +502,8 @@ def rollout(
                 if live:
                     live = run.step_all(live)
     finally:
+        if getattr(generator, "on_tokens", None) == run.count_streamed:
+            generator.on_tokens = None
         for lv in live:
             lv.handle.close()
         run.close()
