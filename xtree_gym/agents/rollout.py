@@ -494,7 +494,7 @@ def rollout(
         with Progress(total, desc=f"rollout {run.domain}", enabled=progress) as bar:
             run.bar = bar
             if bar.enabled and hasattr(generator, "on_tokens"):
-                generator.on_tokens = run.count_streamed
+                generator.on_tokens = run.count_streamed  # type: ignore[attr-defined]
             while pending or live:
                 while pending and (not live or len(live) + len(pending[0][1]) <= capacity):
                     g, members = pending.popleft()
@@ -503,7 +503,7 @@ def rollout(
                     live = run.step_all(live)
     finally:
         if getattr(generator, "on_tokens", None) == run.count_streamed:
-            generator.on_tokens = None
+            generator.on_tokens = None  # type: ignore[attr-defined]
         for lv in live:
             lv.handle.close()
         run.close()
