@@ -267,6 +267,23 @@ def load_tokenizer(name_or_path: str) -> Any:
     return tok
 
 
+def check_device(device: Any) -> None:
+    """Refuse a device name torch does not run on here (``tpu``, ``gpu``...) with one :class:`ConfigError`.
+
+    Example:
+        >>> check_device("cpu"); check_device("cuda:1")
+        >>> check_device("tpu")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        xtree_gym.errors.ConfigError: device = 'tpu' -- fix: use cpu, cuda, cuda:N or mps
+    """
+    import re
+
+    if not isinstance(device, str):
+        return  # a torch.device built by the caller
+    if not re.fullmatch(r"cpu|mps|cuda(:\d+)?", device):
+        raise ConfigError(f"device = {device!r}", fix="use cpu, cuda, cuda:N or mps")
+
+
 def load_model(
     name_or_path: str, *, device: str = "cpu", dtype: Any = None, seed: int = 0
 ) -> tuple[Any, Any]:
@@ -283,6 +300,7 @@ def load_model(
     """
     if name_or_path not in MODEL_NAMES:
         _resolve_folder(name_or_path)  # an unknown name fails before torch is imported
+    check_device(device)
     _require_transformers(f"model {name_or_path!r}")
     _offline()
     import torch
@@ -299,7 +317,14 @@ def load_model(
 
         folder = smollm2_folder() if name_or_path == "smollm2" else _resolve_folder(name_or_path)
         kwargs: dict[str, Any] = {"dtype": dtype} if dtype is not None else {}
-        model = AutoModelForCausalLM.from_pretrained(str(folder), **kwargs)
+        try:
+            model = AutoModelForCausalLM.from_pretrained(str(folder), **kwargs)
+        except (OSError, ValueError, RuntimeError) as exc:  # truncated/corrupt weights, size mismatch
+            raise ConfigError(
+                f"cannot load the model weights ({type(exc).__name__}: {str(exc).strip()[:200]})",
+                where=str(folder),
+                fix="the weights are truncated or corrupt, or do not fit config.json: write the folder again",
+            ) from None
         tok = load_tokenizer(str(folder))
         if model.generation_config.pad_token_id is None:
             model.generation_config.pad_token_id = tok.pad_token_id

@@ -185,8 +185,11 @@ def train_sft(cfg: SFTConfig) -> dict[str, Any]:
     from .checkpoint import find_checkpoint, load_model_weights, load_optimizer, read_state
     from .metrics import MetricsWriter
     from .models import load_model
+    from .runfolder import check_resume_config, refuse_existing_run
 
     cfg.check()
+    if not cfg.resume:
+        refuse_existing_run(cfg.output_dir)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     dtype = cfg.dtype or ("bfloat16" if device == "cuda" else None)
     model, tok = load_model(cfg.model, device=device, dtype=dtype, seed=cfg.seed)
@@ -201,9 +204,11 @@ def train_sft(cfg: SFTConfig) -> dict[str, Any]:
     start = 0
     if cfg.resume:
         ckpt = find_checkpoint(cfg.resume)
+        state = read_state(ckpt)
+        check_resume_config(state.get("config", {}), dataclasses.asdict(cfg), where=str(ckpt))
         load_model_weights(model, ckpt)
         load_optimizer(ckpt, opt)
-        start = int(read_state(ckpt)["step"])
+        start = int(state["step"])
     schedule = _schedule(len(rows), cfg)
     writer = MetricsWriter(run, tensorboard=cfg.tensorboard)
     writer.truncate(start)
@@ -231,6 +236,7 @@ def _run_steps(
 
     from ..progress import Progress
     from .checkpoint import save_checkpoint
+    from .guards import check_finite_step
 
     bar = Progress(total=len(schedule) - start, desc="sft", enabled=None if cfg.progress else False)
     line: dict[str, Any] = {}
@@ -241,6 +247,7 @@ def _run_steps(
         opt.zero_grad(set_to_none=True)
         stats = sft_step(model, [rows[i] for i in idx], **kw)
         norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm or float("inf"))
+        check_finite_step(step, loss=stats["loss"], grad_norm=float(norm))
         opt.step()
         line = {"step": step, "epoch": epoch, "loss": stats["loss"], "rows": len(idx), "tokens": stats["tokens"],
                 "target_tokens": stats["target_tokens"], "lr": cfg.lr, "grad_norm": float(norm),

@@ -20,6 +20,7 @@ Read top to bottom, one optimizer step is (docs/training.md follows it with numb
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -33,11 +34,13 @@ from ..errors import ConfigError
 from . import checkpoint as ckpt
 from .advantages import grouped_advantages
 from .config import GRPOConfig
+from .guards import check_finite_step
 from .losses import clipped_policy_loss, k3_kl, loss_weights, opsd_term
 from .metrics import MetricsWriter, reduce_sums, safe_div
 from .opsd import TeacherContext, make_card_fn
 from .policy import ema_update, frozen_copy, load_policy, make_accelerator, resolve_dtype, sequence_logps
 from .remine import RolloutBuffer, node_diff, remine
+from .runfolder import check_resume_config, refuse_existing_run
 from .rows import Row, collate, make_rows, micro_batches, teacher_to_student
 from .shaping import SegCostShaping, StepRewards, plain_rewards, xtree_bonuses, xtree_rewards
 from .tasks import generic_tasks, rank_share, scienceworld_tasks, webshop_goal_indices, webshop_tasks
@@ -117,6 +120,8 @@ class GRPOTrainer:
         self.acc = accelerator or make_accelerator()
         self.generator_factory = generator_factory
         self.run_dir = Path(self.cfg.output_dir)
+        if not self.cfg.resume:
+            refuse_existing_run(self.run_dir)
         torch.manual_seed(self.cfg.seed)
         dtype = resolve_dtype(self.cfg.dtype, self.acc.device)
         model, self.tokenizer = load_policy(
@@ -376,9 +381,9 @@ class GRPOTrainer:
             part = self.micro_step([rows[j] for j in idx], totals, sync=i == len(batches) - 1)
             for k, v in part.items():
                 sums[k] = sums.get(k, 0.0) + v
-        grad_norm = 0.0
-        if self.cfg.max_grad_norm > 0:
-            grad_norm = float(self.acc.clip_grad_norm_(self.model.parameters(), self.cfg.max_grad_norm))
+        # clip (or, with max_grad_norm 0, only measure: a clip at inf scales by exactly 1)
+        grad_norm = float(self.acc.clip_grad_norm_(self.model.parameters(), self.cfg.max_grad_norm or math.inf))
+        check_finite_step(self.step + 1, loss=sums.get("loss", 0.0), grad_norm=grad_norm)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         if self.ema is not None:
@@ -561,6 +566,7 @@ class GRPOTrainer:
     def load(self, path: Path) -> None:
         """Restore weights, optimizer, EMA teacher, tree, buffers and the step from a checkpoint."""
         state = ckpt.read_state(path)
+        check_resume_config(state.get("config", {}), self.cfg.to_dict(), where=str(path))
         ckpt.load_model_weights(self.policy, path)
         inner = self.optimizer.optimizer if hasattr(self.optimizer, "optimizer") else self.optimizer
         ckpt.load_optimizer(path, inner)
