@@ -4,7 +4,7 @@ Example:
     >>> check_finite_step(3, loss=0.5, grad_norm=1.2)
     >>> check_finite_step(3, loss=float("nan"), grad_norm=1.2)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    xtree_gym.errors.TrainingError: step 3: the loss is nan ... -- fix: ...
+    xtree_gym.errors.TrainingError: step 3: the loss is nan; ... -- fix: ...
 """
 
 from __future__ import annotations
@@ -20,7 +20,11 @@ def check_finite_step(step: int, *, loss: float, grad_norm: float) -> None:
     Called after the backward passes and before ``optimizer.step()``, so neither the weights nor any
     checkpoint ever hold the result of a non-finite step.
     """
-    bad = [(name, v) for name, v in (("the loss", loss), ("the gradient norm", grad_norm)) if not math.isfinite(v)]
+    bad = [
+        (name, v)
+        for name, v in (("the loss", loss), ("the gradient norm", grad_norm))
+        if not math.isfinite(v)
+    ]
     if bad:
         what = " and ".join(f"{name} is {v}" for name, v in bad)
         raise TrainingError(

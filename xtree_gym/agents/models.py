@@ -319,7 +319,12 @@ def load_model(
         kwargs: dict[str, Any] = {"dtype": dtype} if dtype is not None else {}
         try:
             model = AutoModelForCausalLM.from_pretrained(str(folder), **kwargs)
-        except (OSError, ValueError, RuntimeError) as exc:  # truncated/corrupt weights, size mismatch
+        except Exception as exc:  # truncated/corrupt weights (SafetensorError), size mismatch
+            if (
+                not isinstance(exc, (OSError, ValueError, RuntimeError))
+                and "Safetensor" not in type(exc).__name__
+            ):
+                raise
             raise ConfigError(
                 f"cannot load the model weights ({type(exc).__name__}: {str(exc).strip()[:200]})",
                 where=str(folder),

@@ -44,6 +44,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._io import finite_number
 from ..errors import ConfigError
 from ..progress import Progress
 from .envproc import EnvFault, EnvHolder, LocalHandle, ProcessHandle
@@ -134,6 +135,30 @@ def _small_info(info: dict[str, Any]) -> dict[str, Any]:
         for k, v in info.items()
         if k != "goal" and isinstance(v, _SCALAR) and not (isinstance(v, str) and len(v) > 300)
     }
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def sane_answer(answer: Any) -> Any:
+    """An env answer whose strings UTF-8 can encode: a lone surrogate becomes U+FFFD (else writing the
+    episode fails later, far from the env that sent it).
+
+    Example:
+        >>> sane_answer({"obs": "a" + chr(0xD83D) + " b", "reward": 1.0})["obs"] == "a" + chr(0xFFFD) + " b"
+        True
+    """
+    if isinstance(answer, str):
+        try:
+            answer.encode("utf-8")
+        except UnicodeEncodeError:
+            return _SURROGATE.sub("\ufffd", answer)
+        return answer
+    if isinstance(answer, dict):
+        return {k: sane_answer(v) for k, v in answer.items()}
+    if isinstance(answer, list):
+        return [sane_answer(v) for v in answer]
+    return answer
 
 
 def _outcome(ep: Episode, live: _Live) -> None:
@@ -235,7 +260,7 @@ class _Run:
         started = []
         for live in lives:
             try:
-                answer = live.handle.receive()
+                answer = sane_answer(live.handle.receive())
             except EnvFault as exc:
                 self._fault(live, str(exc))
                 continue
@@ -305,9 +330,12 @@ class _Run:
             sent.append((live, turn, actions))
         for live, turn, actions in sent:
             try:
-                answer = live.handle.receive()
+                answer = sane_answer(live.handle.receive())
             except EnvFault as exc:
                 self._fault(live, str(exc), turn)
+                continue
+            if not finite_number(answer.get("reward")):  # NaN would poison the means and the JSON written
+                self._fault(live, f"the env returned a non-finite reward ({answer.get('reward')!r})", turn)
                 continue
             self._record(live, turn, actions, answer)
         running = []

@@ -76,7 +76,10 @@ class SFTConfig:
     """Also write TensorBoard events when ``tensorboard`` is installed."""
 
     def check(self) -> SFTConfig:
-        """Range checks; one :class:`ConfigError` naming the field."""
+        """Type, finiteness and range checks; one :class:`ConfigError` naming the field."""
+        from .validate import check_fields
+
+        check_fields(self)
         if not self.rows:
             raise ConfigError("no rows file", fix="pass --rows rows.jsonl (from `xtree sft-rows`)")
         for name in ("epochs", "batch_size", "micro_batch_tokens", "max_len"):

@@ -40,8 +40,8 @@ from .metrics import MetricsWriter, reduce_sums, safe_div
 from .opsd import TeacherContext, make_card_fn
 from .policy import ema_update, frozen_copy, load_policy, make_accelerator, resolve_dtype, sequence_logps
 from .remine import RolloutBuffer, node_diff, remine
-from .runfolder import check_resume_config, refuse_existing_run
 from .rows import Row, collate, make_rows, micro_batches, teacher_to_student
+from .runfolder import check_resume_config, refuse_existing_run
 from .shaping import SegCostShaping, StepRewards, plain_rewards, xtree_bonuses, xtree_rewards
 from .tasks import generic_tasks, rank_share, scienceworld_tasks, webshop_goal_indices, webshop_tasks
 from .types import Episode, Generation, GenRequest, TaskSpec
@@ -382,7 +382,9 @@ class GRPOTrainer:
             for k, v in part.items():
                 sums[k] = sums.get(k, 0.0) + v
         # clip (or, with max_grad_norm 0, only measure: a clip at inf scales by exactly 1)
-        grad_norm = float(self.acc.clip_grad_norm_(self.model.parameters(), self.cfg.max_grad_norm or math.inf))
+        grad_norm = float(
+            self.acc.clip_grad_norm_(self.model.parameters(), self.cfg.max_grad_norm or math.inf)
+        )
         check_finite_step(self.step + 1, loss=sums.get("loss", 0.0), grad_norm=grad_norm)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
