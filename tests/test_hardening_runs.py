@@ -203,10 +203,10 @@ def test_sft_config_checks_types_in_the_library_too() -> None:
 
 
 def test_a_non_finite_step_stops_before_it_is_saved(rows_file: Path, tmp_path: Path, capsys) -> None:
-    """lr 1e38: step 1 is finite and saved; its weights overflow step 2's forward, which must stop the run."""
+    """lr 1e30: step 1 is finite and saved; its weights overflow step 2's forward, which must stop the run."""
     run = tmp_path / "run"
     code = _sft(
-        rows_file, run, "--lr", "1e38", "--save-every", "1", "--keep-checkpoints", "0", "--epochs", "2"
+        rows_file, run, "--lr", "1e30", "--save-every", "1", "--keep-checkpoints", "0", "--epochs", "2"
     )
     err = capsys.readouterr().err
     assert code == 1 and "step 2:" in err and "not" not in err.split("step 2:")[0][-3:], err

@@ -236,7 +236,7 @@ def _resume(
             shown = "; ".join(f"{k}: {a!r} vs {b!r}" for k, (a, b) in list(diff.items())[:5])
             flags = sorted({_FLAGS.get(k, k) for k in diff})
             raise ConfigError(
-                f"{out} holds an evaluation played with other settings ({shown})",
+                f"{out} holds another evaluation, played with other settings ({shown})",
                 fix=f"use another -o folder, or resume with that run's {', '.join(flags)} (see {run_file})",
             )
     atomic_write_text(run_file, json.dumps(config, indent=2, sort_keys=True) + "\n")
