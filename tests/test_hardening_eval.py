@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from xtree_gym.agents.evaluate import folder_lock
 from xtree_gym.agents.harness import get_harness
-from xtree_gym.agents.testing import ODD_ENV
 from xtree_gym.cli import main
+
+ODD_ENV = "xtree_gym.agents.testing:OddEnv"
 
 
 def _strict(text: str) -> object:
@@ -65,6 +65,8 @@ def test_the_same_template_path_with_new_content_is_another_run(tmp_path: Path, 
 
 
 def test_two_evals_cannot_write_one_folder(tmp_path: Path, capsys) -> None:
+    from xtree_gym.agents.evaluate import folder_lock
+
     out = tmp_path / "ev"
     with folder_lock(out):  # another evaluation holds the folder (a second open file: flock conflicts)
         assert _countdown(tmp_path, out) == 1
@@ -139,3 +141,40 @@ def test_a_corrupt_run_json_is_one_error(tmp_path: Path, capsys) -> None:
     assert _countdown(tmp_path, out) == 1
     err = capsys.readouterr().err
     assert "run.json" in err and "Traceback" not in err
+
+
+def test_an_env_whose_close_never_returns_cannot_hang_an_evaluation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    import time
+
+    from xtree_gym.agents import envproc
+
+    monkeypatch.setattr(envproc, "CLOSE_TIMEOUT_S", 2.0)
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps([get_harness("react").format_response("win")]))
+    argv = ["eval", "xtree_gym.agents.testing:StuckCloseEnv", "--harness", "react", "--backend", "scripted",
+            "--responses", str(path), "--tasks", "2", "-o", str(tmp_path / "ev")]  # fmt: skip
+    t0 = time.monotonic()
+    assert main(argv) == 0
+    assert time.monotonic() - t0 < 60
+    assert "did not return" in capsys.readouterr().err
+    assert json.loads((tmp_path / "ev" / "results.json").read_text())["success_rate"] == 1.0
+
+
+def test_resets_with_timeouts_run_at_once_not_one_after_another(tmp_path: Path) -> None:
+    """4 envs whose reset takes 1 s each, in-process with a step timeout: about 1 s, not 4."""
+    import time
+
+    from xtree_gym.agents.generation import make_generator
+    from xtree_gym.agents.rollout import rollout
+    from xtree_gym.agents.types import TaskSpec
+
+    h = get_harness("react")
+    gen = make_generator("scripted", responses=[h.format_response("win")], cycle=True)
+    tasks = [TaskSpec(task="slow", seed=i) for i in range(4)]
+    t0 = time.monotonic()
+    eps = rollout("xtree_gym.agents.testing:SlowResetEnv", tasks, gen, h, n=1, step_timeout=30.0)
+    took = time.monotonic() - t0
+    assert [e.success for e in eps] == [True] * 4
+    assert took < 3.0, took

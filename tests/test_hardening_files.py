@@ -18,11 +18,12 @@ from pathlib import Path
 
 import pytest
 
+import xtree_gym
 from xtree_gym._io import atomic_write_bytes, atomic_write_text
 from xtree_gym.cli import main
 
 SAMPLE = str(files("xtree_gym") / "data/scienceworld_gold_sample.jsonl.gz")
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(xtree_gym.__file__).resolve().parents[1]  # the checkout under test
 
 
 def test_a_character_device_output_stays_a_device(tmp_path: Path) -> None:
@@ -85,7 +86,10 @@ def test_a_write_error_names_the_output_file(tmp_path: Path) -> None:
 
 
 def test_the_same_corpus_twice_is_a_duplicate(tmp_path: Path, capsys) -> None:
-    for argv in (["stats", SAMPLE, SAMPLE], ["mine", SAMPLE, SAMPLE, "--domain", "scienceworld", "-o", str(tmp_path / "t.json")]):
+    for argv in (
+        ["stats", SAMPLE, SAMPLE],
+        ["mine", SAMPLE, SAMPLE, "--domain", "scienceworld", "-o", str(tmp_path / "t.json")],
+    ):
         assert main(argv) == 1
         err = capsys.readouterr().err
         assert "again" in err and "given twice" in err

@@ -7,7 +7,12 @@ import json
 from typing import Any
 
 from ..errors import ConfigError
-from .validate import bounded_tokens, non_negative_float, positive_float, unit_float
+from .validate import bounded_tokens, non_negative_float, timeout_seconds, unit_float
+
+DEFAULT_STEP_TIMEOUT_S = 300.0
+"""``xtree eval``'s default per-step deadline (a hung env ends its episode as a fault, not the run)."""
+DEFAULT_EPISODE_TIMEOUT_S = 3600.0
+"""``xtree eval``'s default per-episode deadline."""
 
 
 def parse_env_args(pairs: list[str] | None, option: str = "--env-arg") -> dict[str, Any]:
@@ -148,7 +153,15 @@ def register_cli(subparsers: Any, collect_subparsers: Any) -> None:
     p.add_argument("--device", default="cpu", help="cpu or cuda")
     p.add_argument("--workers", type=int, default=0, help="env subprocesses (0 = in-process)")
     p.add_argument(
-        "--step-timeout", type=positive_float, help="seconds an env step may take before the episode is cut"
+        "--step-timeout",
+        type=timeout_seconds,
+        default=DEFAULT_STEP_TIMEOUT_S,
+        help=f"seconds an env step may take before the episode is cut (default {DEFAULT_STEP_TIMEOUT_S:g}; 0 = none)",
     )
-    p.add_argument("--episode-timeout", type=positive_float, help="seconds an episode may take")
+    p.add_argument(
+        "--episode-timeout",
+        type=timeout_seconds,
+        default=DEFAULT_EPISODE_TIMEOUT_S,
+        help=f"seconds an episode may take (default {DEFAULT_EPISODE_TIMEOUT_S:g}; 0 = none)",
+    )
     p.set_defaults(func=_handler)

@@ -236,6 +236,12 @@ class _Run:
 
     # -- starting a group ----------------------------------------------------------------------------
     def start_group(self, g: int, members: list[TaskSpec]) -> list[_Live]:
+        """Reset every member of group ``g``; the episodes that started."""
+        return self.receive_resets(self.send_resets(g, members))
+
+    def send_resets(self, g: int, members: list[TaskSpec]) -> list[_Live]:
+        """Send group ``g``'s resets (an in-process env with a timeout starts its reset now, on its own
+        thread, so the resets of every group started together run at once)."""
         lives = []
         for m, task in enumerate(members):
             kwargs = {**self.env_kwargs, **task.env_kwargs}
@@ -257,6 +263,10 @@ class _Run:
                 self._fault(live, str(exc))
                 continue
             lives.append(live)
+        return lives
+
+    def receive_resets(self, lives: list[_Live]) -> list[_Live]:
+        """The answers of :meth:`send_resets`: the episodes that started (the others ended as faults)."""
         started = []
         for live in lives:
             try:
@@ -501,9 +511,13 @@ def rollout(
         with Progress(total, desc=f"rollout {run.domain}", enabled=progress) as bar:
             run.bar = bar
             while pending or live:
-                while pending and (not live or len(live) + len(pending[0][1]) <= capacity):
+                sent: list[_Live] = []
+                while pending and (
+                    not (live or sent) or len(live) + len(sent) + len(pending[0][1]) <= capacity
+                ):
                     g, members = pending.popleft()
-                    live.extend(run.start_group(g, members))
+                    sent.extend(run.send_resets(g, members))
+                live.extend(run.receive_resets(sent))
                 if live:
                     live = run.step_all(live)
     finally:

@@ -136,6 +136,18 @@ class OddEnv(EchoEnv):
         return obs, float("nan") if self.nan_reward else reward, term, trunc, info
 
 
+class SlowResetEnv(EchoEnv):
+    """An :class:`EchoEnv` whose reset takes ``delay`` seconds (a simulator that boots slowly)."""
+
+    def __init__(self, delay: float = 1.0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.delay = delay
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict]:
+        time.sleep(self.delay)
+        return super().reset(seed=seed, options=options)
+
+
 class StuckCloseEnv(EchoEnv):
     """An :class:`EchoEnv` whose ``close()`` never returns (a simulator that will not shut down)."""
 

@@ -172,6 +172,19 @@ def positive_float(text: str) -> float:
     return x
 
 
+def timeout_seconds(text: str) -> float | None:
+    """argparse ``type=``: seconds of a deadline, finite and >= 0; ``0`` lifts it (None).
+
+    Example:
+        >>> timeout_seconds("30"), timeout_seconds("0")
+        (30.0, None)
+    """
+    x = finite_float(text)
+    if x < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 0 (0 = no limit)")
+    return x or None
+
+
 def unit_float(text: str) -> float:
     """argparse ``type=``: a finite float in (0, 1] (``--top-p``)."""
     x = finite_float(text)
