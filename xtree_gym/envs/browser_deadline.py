@@ -24,6 +24,16 @@ DEFAULT_STEP_DEADLINE_S = 60.0
 """Seconds one browser step (or reset) may take by default before its browsers are killed (None lifts it)."""
 
 
+def reset_deadline(step_deadline: float | None) -> float | None:
+    """A reset's deadline: launching two browsers takes longer than a step (3x, at least the default).
+
+    Example:
+        >>> reset_deadline(5.0), reset_deadline(100.0), reset_deadline(None)
+        (60.0, 300.0, None)
+    """
+    return None if step_deadline is None else max(DEFAULT_STEP_DEADLINE_S, 3 * step_deadline)
+
+
 def browser_pids() -> set[int]:
     """PIDs of every Chromium browser process started below this process (task and chat)."""
     return {pid for pids in own_browsers().values() for pid in pids}

@@ -39,7 +39,13 @@ from ..canon import canonicalize, get_canonicalizer
 from ..canon.browsergym import call_slots, parse_calls
 from ..errors import DependencyError, EnvConfigError, missing_dependency
 from .browser_axtree import dom_element_of, element_of
-from .browser_deadline import DEFAULT_STEP_DEADLINE_S, BrowserWatchdog, browser_pids, kill_pids
+from .browser_deadline import (
+    DEFAULT_STEP_DEADLINE_S,
+    BrowserWatchdog,
+    browser_pids,
+    kill_pids,
+    reset_deadline,
+)
 from .browser_guard import (
     MAX_ACTION_CHARS,
     NavigationPolicy,
@@ -158,7 +164,8 @@ class _BrowserGymEnv(_EnvBase):  # type: ignore[misc]
         self.allow_private = bool(allow_private)
         """Let ``"*"`` reach loopback, link-local and private addresses too (off: refused)."""
         self.step_deadline_s = step_deadline_s
-        """Seconds a reset or step may take before the env's browsers are killed (a fault); None: no limit."""
+        """Seconds a step may take before the env's browsers are killed (a fault); None: no limit. A reset
+        (two browser launches) gets :func:`~xtree_gym.envs.browser_deadline.reset_deadline` of it."""
         self._watchdog = BrowserWatchdog()
         if obs_mode not in OBS_MODES:
             raise EnvConfigError(f"obs_mode must be one of {OBS_MODES}, got {obs_mode!r}", fix="use 'text'")
@@ -279,7 +286,9 @@ class _BrowserGymEnv(_EnvBase):  # type: ignore[misc]
         try:
             blocked = self._blocked
             with (
-                self._watchdog.guard(self.step_deadline_s, "reset", lambda: browser_pids() - before),
+                self._watchdog.guard(
+                    reset_deadline(self.step_deadline_s), "reset", lambda: browser_pids() - before
+                ),
                 patched_chromium_launch(
                     self.launch, on_first_browser=lambda b: guard_contexts(b, policy, blocked)
                 ),
