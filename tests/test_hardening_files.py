@@ -103,10 +103,11 @@ def test_a_decompression_bomb_is_refused_after_a_bounded_read(tmp_path: Path) ->
         for _ in range(1024):  # 1 GiB of NUL bytes, no newline: ~1 MB on disk
             fh.write(block)
     code = (
-        "import resource, sys\n"
+        "import re, sys\n"
         "from xtree_gym.cli import main\n"
         f"rc = main(['stats', {str(bomb)!r}])\n"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+        # VmHWM, not ru_maxrss: Linux keeps ru_maxrss across execve, so it would count the parent's RSS
+        "print(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1))\n"
         "sys.exit(rc)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
