@@ -173,7 +173,9 @@ def _steps_records(steps: Any, where: str) -> list[list[dict[str, Any]] | None]:
     pa = pyarrow()
     steps = steps.combine_chunks() if isinstance(steps, pa.ChunkedArray) else steps
     kind = steps.type
-    if not (pa.types.is_list(kind) or pa.types.is_large_list(kind)) or not pa.types.is_struct(kind.value_type):
+    if not (pa.types.is_list(kind) or pa.types.is_large_list(kind)) or not pa.types.is_struct(
+        kind.value_type
+    ):
         # not list<struct> (a string, a list of ints...): the values as Python, for the record
         # checks to name the bad row ("steps is 'x', expected a list")
         return steps.to_pylist()  # type: ignore[no-any-return]
