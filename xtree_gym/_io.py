@@ -10,6 +10,7 @@ import math
 import os
 import re
 import signal
+import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
@@ -31,10 +32,18 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[st
     """
     if mode not in ("w", "wt"):
         raise ValueError(f"atomic_open writes text only, got mode {mode!r}")
-    target = Path(path)
+    target = output_target(path)
+    if _is_special(target):  # a device or FIFO: written to in place, never renamed over
+        with (
+            _named_errors(target),
+            open(target, "wb") as raw,
+            io.TextIOWrapper(raw, encoding="utf-8", newline="\n") as text,
+        ):
+            yield text
+        return
     fd, tmp = _temp_beside(target)
     try:
-        with os.fdopen(fd, "wb") as raw:
+        with _named_errors(target), os.fdopen(fd, "wb") as raw:
             if target.suffix == ".gz":
                 with (
                     gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as gz,
@@ -66,6 +75,58 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[st
         _LIVE_TEMPS.discard(tmp)
 
 
+def output_target(path: str | os.PathLike[str]) -> Path:
+    """The file a write to ``path`` changes: a symlink is followed (the link stays, its target is written).
+
+    A socket or a block device is refused with one :class:`~xtree_gym.errors.ConfigError`; a
+    character device (``/dev/null``) or a FIFO is returned as is and written to in place, never
+    replaced by a rename (a temp + rename would turn ``-o /dev/null`` into a regular file).
+
+    Example:
+        >>> import tempfile, os, pathlib
+        >>> d = pathlib.Path(tempfile.mkdtemp())
+        >>> os.symlink(d / "real.json", d / "link.json")
+        >>> atomic_write_bytes(d / "link.json", b"{}")
+        >>> os.path.islink(d / "link.json"), (d / "real.json").read_bytes()
+        (True, b'{}')
+        >>> atomic_write_bytes("/dev/null", b"gone"); stat.S_ISCHR(os.stat("/dev/null").st_mode)
+        True
+    """
+    target = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
+    try:
+        mode = os.stat(target).st_mode
+    except OSError:
+        return target
+    if stat.S_ISSOCK(mode) or stat.S_ISBLK(mode):
+        from .errors import ConfigError
+
+        kind = "a socket" if stat.S_ISSOCK(mode) else "a block device"
+        raise ConfigError(
+            f"output {str(path)!r} is {kind}; xtree writes regular files, character devices and FIFOs only",
+            fix="pass the path of a regular file",
+        )
+    return target
+
+
+def _is_special(target: Path) -> bool:
+    try:
+        mode = os.stat(target).st_mode
+    except OSError:
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
+
+
+@contextmanager
+def _named_errors(target: Path) -> Iterator[None]:
+    """Re-raise a write's nameless OSError (disk full, file too large, quota) naming the output file."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None and exc.errno is not None:
+            raise OSError(exc.errno, exc.strerror, str(target)) from None
+        raise
+
+
 def _temp_beside(target: Path) -> tuple[int, str]:
     """A registered temp file in ``target``'s folder, with the usual permissions: ``(fd, name)``."""
     if target.is_dir():
@@ -95,10 +156,14 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
         >>> atomic_write_bytes(p, b"ok"); open(p, "rb").read()
         b'ok'
     """
-    target = Path(path)
+    target = output_target(path)
+    if _is_special(target):
+        with _named_errors(target), open(target, "wb") as fh:
+            fh.write(data)
+        return
     fd, tmp = _temp_beside(target)
     try:
-        with os.fdopen(fd, "wb") as raw:
+        with _named_errors(target), os.fdopen(fd, "wb") as raw:
             raw.write(data)
             raw.flush()
             os.fsync(raw.fileno())
@@ -125,6 +190,34 @@ def open_bytes(path: str | os.PathLike[str]) -> IO[bytes]:
     if p.suffix == ".gz":
         return cast(IO[bytes], gzip.open(p, "rb"))
     return open(p, "rb")
+
+
+MAX_LINE_BYTES = int(os.environ.get("XTREE_MAX_LINE_BYTES", 64 << 20))
+"""Longest line a JSONL reader takes (``XTREE_MAX_LINE_BYTES`` changes it): a longer one is
+refused after reading that much (64 MiB by default), so a ``.gz`` that expands to GBs without a newline cannot take GBs."""
+
+
+def bounded_lines(fh: IO[bytes], limit: int | None = None) -> Iterator[bytes]:
+    """The lines of ``fh`` (newline kept), refusing one longer than ``limit`` bytes with a :class:`JSONProblem`
+    (its ``lineno`` set) before more than ``limit`` bytes of it are held.
+
+    Example:
+        >>> list(bounded_lines(io.BytesIO(b"ab\\ncd"), limit=4))
+        [b'ab\\n', b'cd']
+        >>> list(bounded_lines(io.BytesIO(b"ok\\n" + b"\\0" * 10), limit=4))
+        Traceback (most recent call last):
+        xtree_gym._io.JSONProblem: line longer than 4 bytes (a corrupt or decompression-bomb file?)
+    """
+    cap = limit or MAX_LINE_BYTES
+    lineno = 0
+    while True:
+        line = fh.readline(cap + 1)
+        if not line:
+            return
+        lineno += 1
+        if len(line) > cap and not (len(line) == cap + 1 and line.endswith(b"\n")):
+            raise JSONProblem(f"line longer than {cap} bytes (a corrupt or decompression-bomb file?)", lineno)
+        yield line
 
 
 def open_text(path: str | os.PathLike[str]) -> IO[str]:
@@ -460,14 +553,22 @@ def read_records(
     if problem:
         raise CorpusError(problem, fix=fix)
     out: list[T] = []
-    with open_text(path) as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                out.append(build(loads_strict(line)))
-            except (ValueError, TypeError, KeyError) as exc:
-                raise CorpusError(str(exc), where=f"{path}:{lineno}", fix=fix) from None
+    lineno = 0
+    try:
+        with open_bytes(path) as fh:
+            for lineno, raw in enumerate(bounded_lines(fh), start=1):
+                if not raw.strip():
+                    continue
+                try:
+                    out.append(build(loads_strict(raw.decode("utf-8"))))
+                except (ValueError, TypeError, KeyError) as exc:
+                    raise CorpusError(str(exc), where=f"{path}:{lineno}", fix=fix) from None
+    except JSONProblem as exc:  # a line past MAX_LINE_BYTES
+        raise CorpusError(str(exc), where=f"{path}:{lineno + 1}", fix=fix) from None
+    except (EOFError, OSError) as exc:  # a truncated or fake .gz
+        raise CorpusError(
+            f"cannot read the file ({type(exc).__name__}: {exc})", where=str(path), fix=fix
+        ) from None
     if not out and not allow_empty:
         raise CorpusError(f"{what} {str(path)!r} has no records", fix=fix)
     return out

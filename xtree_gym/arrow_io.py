@@ -172,6 +172,13 @@ def _steps_records(steps: Any, where: str) -> list[list[dict[str, Any]] | None]:
     """The step dicts of a ``list<struct>`` column, built column by column."""
     pa = pyarrow()
     steps = steps.combine_chunks() if isinstance(steps, pa.ChunkedArray) else steps
+    kind = steps.type
+    if not (pa.types.is_list(kind) or pa.types.is_large_list(kind)) or not pa.types.is_struct(
+        kind.value_type
+    ):
+        # not list<struct> (a string, a list of ints...): the values as Python, for the record
+        # checks to name the bad row ("steps is 'x', expected a list")
+        return steps.to_pylist()  # type: ignore[no-any-return]
     values = steps.flatten()
     names = [values.type.field(i).name for i in range(values.type.num_fields)]
     cols = {n: values.field(n).to_pylist() for n in names}

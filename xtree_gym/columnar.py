@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ._io import MAX_JSON_DEPTH, JSONProblem, loads_strict
+from ._io import MAX_JSON_DEPTH, MAX_LINE_BYTES, JSONProblem, loads_strict
 from .arrow_io import arrow_table, is_parquet, open_parquet, pyarrow
 from .corpus import Corpus, Step, Trajectory, read_corpus
 from .errors import CorpusError
@@ -251,7 +251,14 @@ def _chunks(path: Path) -> Iterator[bytes]:
             if not block:
                 break
             if not block.endswith(b"\n"):
-                block += fh.readline()  # finish the line (one copy of the block at most)
+                rest = fh.readline(MAX_LINE_BYTES + 1)  # finish the line (one copy of the block at most)
+                if len(rest) > MAX_LINE_BYTES and not rest.endswith(b"\n"):
+                    raise CorpusError(
+                        f"a line longer than {MAX_LINE_BYTES} bytes (a corrupt or decompression-bomb file?)",
+                        where=str(path),
+                        fix="check the file (XTREE_MAX_LINE_BYTES raises the limit)",
+                    )
+                block += rest
             yield block
 
 

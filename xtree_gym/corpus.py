@@ -21,7 +21,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._io import JSONProblem, atomic_open, finite_number, input_problem, loads_strict, open_bytes
+from ._io import (
+    JSONProblem,
+    atomic_open,
+    bounded_lines,
+    finite_number,
+    input_problem,
+    loads_strict,
+    open_bytes,
+)
 from .arrow_io import arrow_table, is_parquet, iter_parquet_records, table_records, write_parquet
 from .errors import CorpusError
 
@@ -225,32 +233,47 @@ def _iter_lines(
     p: Path, skip_bad: bool, skipped: list[BadLine] | None, lines: list[int] | None = None
 ) -> Iterator[Trajectory]:
     with open_bytes(p) as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise _RecordProblem(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-                try:
-                    obj = loads_strict(line)
-                except JSONProblem as exc:
-                    raise _RecordProblem(str(exc)) from None
-                traj = trajectory_from_dict(obj)
-                if lines is not None:
-                    lines.append(lineno)
-                yield traj
-            except _RecordProblem as exc:
-                if skip_bad:
-                    if skipped is not None:
-                        skipped.append(BadLine(str(p), lineno, str(exc)))
+        lineno = 0
+        try:
+            for lineno, raw in enumerate(bounded_lines(fh), start=1):
+                if not raw.strip():
                     continue
-                raise CorpusError(
-                    str(exc),
-                    where=f"{p}:{lineno}",
-                    fix="repair the line, or pass --skip-bad (skip_bad=True) to skip and count bad lines",
-                ) from None
+                yield from _one_line(p, lineno, raw, skip_bad, skipped, lines)
+        except JSONProblem as exc:  # a line past MAX_LINE_BYTES: nothing after it can be trusted
+            raise CorpusError(
+                str(exc),
+                where=f"{p}:{lineno + 1}",
+                fix="check the file (XTREE_MAX_LINE_BYTES raises the limit)",
+            ) from None
+
+
+def _one_line(
+    p: Path, lineno: int, raw: bytes, skip_bad: bool, skipped: list[BadLine] | None, lines: list[int] | None
+) -> Iterator[Trajectory]:
+    """One non-blank line's trajectory (or, under ``skip_bad``, nothing and a :class:`BadLine`)."""
+    try:
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _RecordProblem(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        try:
+            obj = loads_strict(line)
+        except JSONProblem as exc:
+            raise _RecordProblem(str(exc)) from None
+        traj = trajectory_from_dict(obj)
+        if lines is not None:
+            lines.append(lineno)
+        yield traj
+    except _RecordProblem as exc:
+        if skip_bad:
+            if skipped is not None:
+                skipped.append(BadLine(str(p), lineno, str(exc)))
+            return
+        raise CorpusError(
+            str(exc),
+            where=f"{p}:{lineno}",
+            fix="repair the line, or pass --skip-bad (skip_bad=True) to skip and count bad lines",
+        ) from None
 
 
 def _iter_records(
@@ -337,12 +360,14 @@ def check_unique_ids(
     """
     for t, lineno in zip(trajectories, lines):
         here = f"{path}:{lineno}"
-        seen = first.setdefault(t.id, here)
-        if seen == here:
+        seen = first.get(t.id)
+        if seen is None:  # (not "seen == here": the same file passed twice repeats every file:line)
+            first[t.id] = here
             continue
         if not keep:
+            again = " (the same file given twice?)" if seen == here else ""
             raise CorpusError(
-                f"trajectory id {t.id!r} again (first at {seen}); the miner would count the episode twice",
+                f"trajectory id {t.id!r} again (first at {seen}{again}); the miner would count the episode twice",
                 where=here,
                 fix="give every trajectory its own id, or pass --keep-duplicates (keep_duplicates=True) "
                 "to keep and count the repeats",

@@ -44,6 +44,10 @@ class EnvConfigError(XTreeError, ValueError):
     """An environment was built with bad arguments, or something it needs is missing."""
 
 
+class TrainingError(XTreeError, RuntimeError):
+    """Training cannot go on (a non-finite loss or gradient); nothing of the bad step was saved."""
+
+
 class DependencyError(XTreeError, ImportError):
     """An optional dependency is not installed; the message names the pip extra to install."""
 

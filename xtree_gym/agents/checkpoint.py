@@ -9,8 +9,10 @@ A checkpoint is a folder ``RUN/checkpoint-NNNNNN/`` holding
 * ``extra.safetensors`` — optional named tensors (e.g. the EMA teacher's weights);
 * ``trainer_state.json`` — the step, the config, and whatever JSON the trainer adds.
 
-The folder is written under a temporary name and renamed when complete, so a crash never
-leaves a half checkpoint that ``--resume`` would pick up. ``RUN/latest.json`` names the newest.
+The folder is written under a temporary name (``.checkpoint-N.<pid>.<rand>``, swept by the next
+run once its writer is dead) and renamed when complete, so a crash never leaves a half checkpoint
+that ``--resume`` would pick up. Old checkpoints are rotated by step number (never the one just
+written), and ``RUN/latest.json`` is written last, so it always names a checkpoint that exists.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import torch
 
 from .._io import atomic_write_text
 from ..errors import ConfigError
+from .runfolder import checkpoints_by_step, sweep_checkpoint_temps
 
 STATE_FILE = "trainer_state.json"
 LATEST_FILE = "latest.json"
@@ -99,7 +102,8 @@ def save_checkpoint(
     run = Path(run_dir)
     run.mkdir(parents=True, exist_ok=True)
     final = run / f"checkpoint-{step:06d}"
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=run))
+    sweep_checkpoint_temps(run)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.{os.getpid()}.", dir=run))
     try:
         kw = {"state_dict": model_state} if model_state is not None else {}
         model.save_pretrained(str(tmp / "model"), safe_serialization=True, **kw)
@@ -125,10 +129,11 @@ def save_checkpoint(
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
-    atomic_write_text(run / LATEST_FILE, json.dumps({"checkpoint": final.name, "step": step}) + "\n")
     if keep:
-        for old in sorted(run.glob("checkpoint-*"))[:-keep]:
+        others = [c for c in checkpoints_by_step(run) if c.name != final.name]
+        for old in others[: max(len(others) - (keep - 1), 0)]:
             shutil.rmtree(old, ignore_errors=True)
+    atomic_write_text(run / LATEST_FILE, json.dumps({"checkpoint": final.name, "step": step}) + "\n")
     return final
 
 
@@ -148,7 +153,7 @@ def find_checkpoint(path: str | Path) -> Path:
             raise ConfigError(f"unreadable {LATEST_FILE}: {exc}", where=str(latest)) from exc
         if (p / name / STATE_FILE).is_file():
             return p / name
-    found = sorted(c for c in p.glob("checkpoint-*") if (c / STATE_FILE).is_file())
+    found = [c for c in checkpoints_by_step(p) if (c / STATE_FILE).is_file()]
     if found:
         return found[-1]
     raise ConfigError(
@@ -172,32 +177,58 @@ def read_state(ckpt: str | Path) -> dict[str, Any]:
 
 
 def read_optimizer_state(ckpt: str | Path) -> dict[str, Any]:
-    """``optimizer.safetensors`` + ``optimizer.json`` as an optimizer state dict (no pickle)."""
-    from safetensors.torch import load_file
+    """``optimizer.safetensors`` + ``optimizer.json`` as an optimizer state dict (no pickle).
 
+    A truncated or foreign file is one :class:`ConfigError` naming it.
+    """
     ckpt = Path(ckpt)
-    tensors = load_file(str(ckpt / "optimizer.safetensors"))
-    meta = json.loads((ckpt / "optimizer.json").read_text(encoding="utf-8"))
-    return optimizer_from_flat(tensors, meta)
+    tensors = load_tensors(ckpt / "optimizer.safetensors")
+    try:
+        meta = json.loads((ckpt / "optimizer.json").read_text(encoding="utf-8"))
+        return optimizer_from_flat(tensors, meta)
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
+        raise _optimizer_error(ckpt, exc) from None
 
 
 def load_optimizer(ckpt: str | Path, optimizer: torch.optim.Optimizer) -> None:
     """Load the checkpoint's optimizer state into ``optimizer``."""
-    optimizer.load_state_dict(read_optimizer_state(ckpt))
+    state = read_optimizer_state(ckpt)
+    try:
+        optimizer.load_state_dict(state)
+    except (ValueError, KeyError, TypeError, RuntimeError) as exc:
+        raise _optimizer_error(Path(ckpt), exc) from None
+
+
+def _optimizer_error(ckpt: Path, exc: Exception) -> ConfigError:
+    return ConfigError(
+        f"cannot restore the optimizer state: {exc}",
+        where=str(ckpt / "optimizer.json"),
+        fix="resume from a checkpoint written by the same run (same model and settings)",
+    )
 
 
 def load_extra(ckpt: str | Path) -> dict[str, torch.Tensor]:
     """The checkpoint's named extra tensors (empty when it has none)."""
+    path = Path(ckpt) / "extra.safetensors"
+    return load_tensors(path) if path.is_file() else {}
+
+
+def load_tensors(path: str | Path) -> dict[str, torch.Tensor]:
+    """A safetensors file's tensors; a missing, truncated or corrupt file is one :class:`ConfigError`."""
     from safetensors.torch import load_file
 
-    path = Path(ckpt) / "extra.safetensors"
-    return load_file(str(path)) if path.is_file() else {}
+    try:
+        return load_file(str(path))
+    except Exception as exc:  # SafetensorError (not importable by name in every version), OSError
+        raise ConfigError(
+            f"cannot read the safetensors file ({type(exc).__name__}: {str(exc)[:200]})",
+            where=str(path),
+            fix="the file is truncated or corrupt: resume from another checkpoint or write it again",
+        ) from None
 
 
 def load_model_weights(model: Any, ckpt: str | Path) -> None:
     """Copy the checkpoint's policy weights into ``model`` (same architecture)."""
-    from safetensors.torch import load_file
-
     folder = Path(ckpt) / "model"
     if (folder / "adapter_config.json").is_file():  # a LoRA run: the adapters only
         from .lora import load_adapter_weights
@@ -209,8 +240,16 @@ def load_model_weights(model: Any, ckpt: str | Path) -> None:
         raise ConfigError("the checkpoint holds no model weights", where=str(folder))
     weights: dict[str, torch.Tensor] = {}
     for f in files:
-        weights.update(load_file(str(f)))
-    missing, unexpected = model.load_state_dict(weights, strict=False)
+        weights.update(load_tensors(f))
+    try:
+        missing, unexpected = model.load_state_dict(weights, strict=False)
+    except RuntimeError as exc:  # "size mismatch for ...": a model of another shape
+        first = str(exc).strip().splitlines()[1:2] or [str(exc)[:200]]
+        raise ConfigError(
+            f"checkpoint weights do not fit the model ({first[0].strip()})",
+            where=str(folder),
+            fix="resume with the same --model as the run that wrote it",
+        ) from None
     tied = set(getattr(model, "_tied_weights_keys", None) or [])
     missing = [m for m in missing if m not in tied]
     if missing or unexpected:

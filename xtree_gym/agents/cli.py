@@ -7,6 +7,12 @@ import json
 from typing import Any
 
 from ..errors import ConfigError, require_extra
+from .validate import bounded_tokens, non_negative_float, timeout_seconds, unit_float
+
+DEFAULT_STEP_TIMEOUT_S = 300.0
+"""``xtree eval``'s default per-step deadline (a hung env ends its episode as a fault, not the run)."""
+DEFAULT_EPISODE_TIMEOUT_S = 3600.0
+"""``xtree eval``'s default per-episode deadline."""
 
 
 def parse_env_args(pairs: list[str] | None, option: str = "--env-arg") -> dict[str, Any]:
@@ -32,6 +38,26 @@ def parse_env_args(pairs: list[str] | None, option: str = "--env-arg") -> dict[s
     return out
 
 
+def read_responses(path: str) -> list[str]:
+    """The scripted backend's ``--responses`` file: a non-empty JSON list of strings, else one error."""
+    from .._io import input_problem, loads_strict
+
+    fix = 'write a JSON list of response strings, e.g. ["<action>look around</action>"]'
+    problem = input_problem(path, "responses file")
+    if problem:
+        raise ConfigError(problem, fix=fix)
+    try:
+        with open(path, "rb") as fh:
+            data = loads_strict(fh.read(64 * 1024 * 1024 + 1).decode("utf-8"))
+    except (ValueError, OSError) as exc:  # JSONProblem, UnicodeDecodeError
+        raise ConfigError(f"cannot read the responses: {exc}", where=path, fix=fix) from None
+    if not isinstance(data, list) or not data or not all(isinstance(x, str) for x in data):
+        raise ConfigError(
+            "the responses file does not hold a non-empty JSON list of strings", where=path, fix=fix
+        )
+    return data
+
+
 def _handler(args: argparse.Namespace) -> int:
     if args.backend == "hf":  # the model backends import torch; scripted and oracle play without it
         require_extra("train", ("torch", "transformers"), "xtree eval --backend hf")
@@ -48,8 +74,11 @@ def _handler(args: argparse.Namespace) -> int:
     if args.backend == "scripted":
         if not args.responses:
             raise ConfigError("the scripted backend needs --responses FILE (a JSON list of responses)")
-        with open(args.responses, encoding="utf-8") as fh:
-            sampling = {"responses": json.load(fh), "cycle": True}
+        sampling = {"responses": read_responses(args.responses), "cycle": True}
+    elif args.backend in ("hf", "vllm"):
+        from .models import check_device
+
+        check_device(args.device)
     harness_args = parse_env_args(args.harness_arg, "--harness-arg")
     if args.advice:
         harness_args["advice"] = args.advice
@@ -118,11 +147,11 @@ def register_cli(subparsers: Any, collect_subparsers: Any) -> None:
     p.add_argument("--advice", metavar="TREE", help="add the in-context advice hint from this tree file")
     p.add_argument("--template", metavar="FILE", help="a wording file replacing the harness's prompt text")
     p.add_argument("--responses", metavar="FILE", help="scripted backend: a JSON list of responses (cycled)")
-    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
-    p.add_argument("--top-p", type=float, default=1.0)
+    p.add_argument("--temperature", type=non_negative_float, default=0.0, help="0 = greedy (default)")
+    p.add_argument("--top-p", type=unit_float, default=1.0)
     p.add_argument(
         "--max-new-tokens",
-        type=int,
+        type=bounded_tokens,
         default=None,
         help="response tokens per turn at most (default: the harness's, e.g. 256 for rlvmr)",
     )
@@ -136,7 +165,15 @@ def register_cli(subparsers: Any, collect_subparsers: Any) -> None:
     p.add_argument("--device", default="cpu", help="cpu or cuda")
     p.add_argument("--workers", type=int, default=0, help="env subprocesses (0 = in-process)")
     p.add_argument(
-        "--step-timeout", type=float, help="seconds an env step may take before the episode is cut"
+        "--step-timeout",
+        type=timeout_seconds,
+        default=DEFAULT_STEP_TIMEOUT_S,
+        help=f"seconds an env step may take before the episode is cut (default {DEFAULT_STEP_TIMEOUT_S:g}; 0 = none)",
     )
-    p.add_argument("--episode-timeout", type=float, help="seconds an episode may take")
+    p.add_argument(
+        "--episode-timeout",
+        type=timeout_seconds,
+        default=DEFAULT_EPISODE_TIMEOUT_S,
+        help=f"seconds an episode may take (default {DEFAULT_EPISODE_TIMEOUT_S:g}; 0 = none)",
+    )
     p.set_defaults(func=_handler)

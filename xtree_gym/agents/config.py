@@ -258,7 +258,11 @@ def _choice(cfg: Any, name: str, allowed: Sequence[str]) -> None:
 
 
 def check_config(cfg: GRPOConfig) -> None:
-    """Range and choice checks; one :class:`ConfigError` naming the field and the fix."""
+    """Type, finiteness (:func:`~xtree_gym.agents.validate.check_fields`), range and choice checks; one
+    :class:`ConfigError` naming the field and the fix."""
+    from .validate import check_fields
+
+    check_fields(cfg)
     _choice(cfg, "shaping", SHAPINGS)
     _choice(cfg, "opsd_teacher", TEACHERS)
     _choice(cfg, "rows", ROW_MODES)
@@ -280,6 +284,11 @@ def check_config(cfg: GRPOConfig) -> None:
         raise ConfigError(f"oracle_mix = {cfg.oracle_mix!r}", fix="use a share in [0, 1]")
     if cfg.temperature <= 0:
         raise ConfigError(f"temperature = {cfg.temperature!r} must be > 0")
+    if not 0.0 < cfg.top_p <= 1.0:
+        raise ConfigError(f"top_p = {cfg.top_p!r}", fix="use a threshold in (0, 1]")
+    for name in ("clip_eps_low", "clip_eps_high", "segcost_lam", "eval_temperature"):
+        if getattr(cfg, name) < 0:
+            raise ConfigError(f"{name} = {getattr(cfg, name)!r} must be >= 0")
     if cfg.shaping == "xtree" and not cfg.tree:
         raise ConfigError("shaping 'xtree' needs a tree", fix="pass --tree TREE.json (from `xtree mine`)")
     if cfg.opsd in ("xtree", "scrambled") and not cfg.tree:
@@ -408,7 +417,11 @@ def config_from_mapping(cls: type[Any], data: Mapping[str, Any], where: str = "<
         raise ConfigError(
             f"unknown field(s) {unknown}", where=where, fix=f"use only: {', '.join(sorted(names))}"
         )
-    return cls(**dict(data))
+    from .validate import check_fields
+
+    cfg = cls(**dict(data))
+    check_fields(cfg, where)
+    return cfg
 
 
 def _field_kind(f: dataclasses.Field[Any], hints: Mapping[str, Any]) -> type:

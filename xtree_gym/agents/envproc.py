@@ -26,6 +26,7 @@ import importlib
 import json
 import math
 import multiprocessing as mp
+import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -191,49 +192,99 @@ def _answer(box: Mapping[str, Any], handle: Any) -> dict[str, Any]:
     raise EnvFault(box["error"])
 
 
+THREAD_BOUND_ENVS = (
+    "XTree-MiniWoB-v0",
+    "XTree-WebArena-v0",
+    "XTree-OpenURL-v0",
+    "xtree_gym.envs.browsergym:",
+)
+"""Envs whose calls must stay on the thread that built them (Playwright's sync API): in-process, their
+deadline is the env's own (``step_deadline_s``, a watchdog that kills the browser), never a thread here."""
+
+CLOSE_TIMEOUT_S = 30.0
+"""Seconds an in-process env's ``close()`` may take before it is abandoned (it runs on a daemon thread)."""
+
+
+def thread_bound(env_id: str) -> bool:
+    """Whether ``env_id``'s env must be called on one thread (a browser env).
+
+    Example:
+        >>> thread_bound("XTree-MiniWoB-v0"), thread_bound("XTree-Countdown-v0")
+        (True, False)
+    """
+    return any(env_id == t or (t.endswith(":") and env_id.startswith(t)) for t in THREAD_BOUND_ENVS)
+
+
 class LocalHandle:
-    """An :class:`EnvHolder` in this process (``workers=0``)."""
+    """An :class:`EnvHolder` in this process (``workers=0``).
+
+    With a timeout, the call starts on a daemon thread when it is *sent*, so the resets (and steps) of
+    several envs run at once instead of one after another; a call past its timeout drops the env.
+    A thread-bound env (:func:`thread_bound`) is called on the caller's thread at ``receive``, and its
+    own deadline applies.
+    """
 
     def __init__(self, holder: EnvHolder) -> None:
         self.holder = holder
         self.alive = True
+        self.same_thread = thread_bound(holder.env_id)
         self._pending: tuple[dict[str, Any], float | None] | None = None
+        self._running: tuple[threading.Thread, dict[str, Any], float] | None = None
+
+    def _call(self, msg: dict[str, Any], box: dict[str, Any]) -> None:
+        try:
+            box["ok"] = self.holder.handle(msg)
+        except EnvBuildError as exc:
+            box["build_error"] = str(exc)
+        except BaseException as exc:  # the env's own failure, reported as a fault
+            box["error"] = _describe(exc)
 
     def send(self, msg: dict[str, Any], timeout: float | None) -> None:
         self._pending = (msg, timeout)
+        if timeout is not None and not self.same_thread:
+            box: dict[str, Any] = {}
+            thread = threading.Thread(target=self._call, args=(msg, box), name="xtree-env-call", daemon=True)
+            thread.start()
+            self._running = (thread, box, time.monotonic())
 
     def receive(self) -> dict[str, Any]:
         assert self._pending is not None
         msg, timeout = self._pending
         self._pending = None
-        box: dict[str, Any] = {}
-
-        def run() -> None:
-            try:
-                box["ok"] = self.holder.handle(msg)
-            except EnvBuildError as exc:
-                box["build_error"] = str(exc)
-            except BaseException as exc:  # the env's own failure, reported as a fault
-                box["error"] = _describe(exc)
-
-        if timeout is None:
-            run()
-        else:
-            thread = threading.Thread(target=run, name="xtree-env-call", daemon=True)
-            thread.start()
-            thread.join(timeout)
-            if thread.is_alive():
-                self.alive = False
-                raise EnvFault(
-                    f"env {msg.get('cmd')} hung past the {timeout:g}s timeout; the env was dropped"
-                )
+        if self._running is None:
+            box: dict[str, Any] = {}
+            self._call(msg, box)
+            return _answer(box, self)
+        thread, box, started = self._running
+        self._running = None
+        assert timeout is not None
+        thread.join(max(0.0, timeout - (time.monotonic() - started)))
+        if thread.is_alive():
+            self.alive = False
+            raise EnvFault(f"env {msg.get('cmd')} hung past the {timeout:g}s timeout; the env was dropped")
         return _answer(box, self)
 
-    def close(self) -> None:
-        if self.alive:
+    def close(self, timeout: float | None = None) -> None:
+        """Close the env; a ``close()`` that does not return within ``timeout`` (default
+        :data:`CLOSE_TIMEOUT_S`) is abandoned on its daemon thread, with a warning."""
+        timeout = CLOSE_TIMEOUT_S if timeout is None else timeout
+        if not self.alive:
+            return
+        self.alive = False
+
+        def run() -> None:
             with contextlib.suppress(Exception):  # closing a broken env must not end the run
                 self.holder.close()
-        self.alive = False
+
+        if self.same_thread:
+            run()
+            return
+        thread = threading.Thread(target=run, name="xtree-env-close", daemon=True)
+        thread.start()
+        thread.join(timeout)
+        if thread.is_alive():
+            print(f"warning: {self.holder.env_id}: close() did not return in {timeout:g}s; abandoned",
+                  file=sys.stderr)  # fmt: skip
 
 
 def _worker_main(conn: Any, env_id: str, kwargs: dict[str, Any], harness: Any, oracle: bool) -> None:

@@ -19,13 +19,15 @@ so ``xtree mine`` reads it) and ``results.json`` (``env``, ``harness``, ``fold``
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .._io import atomic_write_text
+from .._io import atomic_write_text, loads_strict
 from ..errors import ConfigError
 from .rollout import env_domain, rollout
 from .types import Episode, TaskSpec
@@ -33,7 +35,14 @@ from .types import Episode, TaskSpec
 MINIWOB_SEEDS = 5
 """Seeds per MiniWoB++ task (BrowserGym's MiniWoB benchmark repeats each task 5 times)."""
 DEFAULT_FOLDS = {"scienceworld": "G0", "webshop": "test", "miniwob": "all", "webarena": "all"}
-_CONFIG_KEYS = ("env", "harness", "fold", "model", "backend", "n", "max_steps", "tasks", "seed")
+_FLAGS = {
+    "env": "ENV_ID", "harness": "--harness", "fold": "--fold", "model": "--model", "backend": "--backend",
+    "n": "--n", "max_steps": "--max-steps", "tasks": "--tasks", "seed": "--seed", "env_args": "--env-arg",
+    "harness_args": "--harness-arg / --advice / --template",
+    "sampling": "--temperature / --top-p / --max-new-tokens / --stop / --responses",
+    "step_timeout": "--step-timeout", "episode_timeout": "--episode-timeout",
+}  # fmt: skip
+"""The resume key (``run.json``): every setting that can change an episode, and the flag that sets it."""
 
 
 def _subset(items: list[TaskSpec], tasks: int | None, seed: int) -> list[TaskSpec]:
@@ -211,12 +220,24 @@ def _resume(
     run_file = out / "run.json"
     path = out / "episodes.jsonl"
     if run_file.is_file() and path.is_file() and path.stat().st_size > 0:  # finished work to protect
-        old = json.loads(run_file.read_text(encoding="utf-8"))
-        diff = {k: (old.get(k), config.get(k)) for k in _CONFIG_KEYS if old.get(k) != config.get(k)}
-        if diff:
+        try:
+            old = loads_strict(run_file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
             raise ConfigError(
-                f"{out} holds another evaluation ({', '.join(f'{k}: {a!r} vs {b!r}' for k, (a, b) in diff.items())})",
-                fix="use another -o folder, or the same settings to resume",
+                f"cannot read run.json ({exc}), so the episodes there cannot be matched to these settings",
+                where=str(run_file),
+                fix="use another -o folder (or delete that folder to start it again)",
+            ) from None
+        if not isinstance(old, dict):
+            old = {}
+        keys = sorted(set(_FLAGS) | set(old) | set(config))
+        diff = {k: (old.get(k), config.get(k)) for k in keys if old.get(k) != config.get(k)}
+        if diff:
+            shown = "; ".join(f"{k}: {a!r} vs {b!r}" for k, (a, b) in list(diff.items())[:5])
+            flags = sorted({_FLAGS.get(k, k) for k in diff})
+            raise ConfigError(
+                f"{out} holds another evaluation, played with other settings ({shown})",
+                fix=f"use another -o folder, or resume with that run's {', '.join(flags)} (see {run_file})",
             )
     atomic_write_text(run_file, json.dumps(config, indent=2, sort_keys=True) + "\n")
     existing = read_episodes(path)
@@ -314,21 +335,25 @@ def evaluate(
     config = {
         "env": env_id, "harness": harness, "fold": fold_name, "model": model, "backend": backend, "n": n,
         "max_steps": max_steps, "tasks": tasks, "seed": seed, "env_args": jsonable_args(args),
+        "harness_args": resume_key(harness_args or {}), "sampling": resume_key(gen_settings),
+        "step_timeout": step_timeout, "episode_timeout": episode_timeout,
     }  # fmt: skip
     out = Path(output_dir) if output_dir is not None else None
-    kept, todo = _resume(out, config, specs, n) if out is not None else ([], specs)
-    finished = _recorder(out, {s.key: i for i, s in enumerate(specs)}, model, fold_name)
-    new = rollout(
-        env_id, todo, gen, h, n=n, tokenizer=tok, env_kwargs={**env_defaults(env_id), **args},
-        max_steps=max_steps, workers=workers, step_timeout=step_timeout, episode_timeout=episode_timeout,
-        seed=seed, progress=progress, on_episode=finished,
-    )  # fmt: skip
-    episodes = sorted([*kept, *new], key=lambda e: (e.group, e.member))
-    result = {k: config[k] for k in ("env", "harness", "fold", "model", "backend")}
-    result.update(summarize(episodes, domain))
-    result.update(n=n, max_steps=max_steps or h.step_limit, resumed=len(kept))
-    if out is not None:
-        atomic_write_text(out / "results.json", json.dumps(result, indent=2, sort_keys=True) + "\n")
+    with folder_lock(out):
+        kept, todo = _resume(out, config, specs, n) if out is not None else ([], specs)
+        finished = _recorder(out, {s.key: i for i, s in enumerate(specs)}, model, fold_name)
+        new = rollout(
+            env_id, todo, gen, h, n=n, tokenizer=tok, env_kwargs={**env_defaults(env_id), **args},
+            max_steps=max_steps, workers=workers, step_timeout=step_timeout, episode_timeout=episode_timeout,
+            seed=seed, progress=progress, on_episode=finished,
+        )  # fmt: skip
+        episodes = sorted([*kept, *new], key=lambda e: (e.group, e.member))
+        result = {k: config[k] for k in ("env", "harness", "fold", "model", "backend")}
+        result.update(summarize(episodes, domain))
+        result.update(n=n, max_steps=max_steps or h.step_limit, resumed=len(kept))
+        if out is not None:
+            text = json.dumps(json_safe(result), indent=2, sort_keys=True, allow_nan=False)
+            atomic_write_text(out / "results.json", text + "\n")
     return result
 
 
@@ -337,3 +362,66 @@ def jsonable_args(args: Mapping[str, Any]) -> dict[str, Any]:
     from .envproc import jsonable
 
     return dict(jsonable(dict(args)))
+
+
+def resume_key(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``settings`` as JSON for ``run.json``: a file named by value (advice, template) adds its content's
+    digest, and a long list (scripted responses) is kept as its digest, so a changed file is a changed run.
+
+    Example:
+        >>> key = resume_key({"temperature": 0.4, "responses": ["a", "b"]})
+        >>> key["temperature"], key["responses"][:7], len(key["responses"])
+        (0.4, 'sha256:', 71)
+    """
+    import hashlib
+
+    from .envproc import jsonable
+
+    out: dict[str, Any] = {}
+    for key, value in sorted(settings.items()):
+        value = jsonable(value)
+        if (isinstance(value, list) and len(value) > 8) or key == "responses":
+            blob = json.dumps(value, sort_keys=True, ensure_ascii=False).encode("utf-8", "replace")
+            value = "sha256:" + hashlib.sha256(blob).hexdigest()
+        elif isinstance(value, str) and key in ("advice", "template") and Path(value).is_file():
+            value = {"path": value, "sha256": hashlib.sha256(Path(value).read_bytes()).hexdigest()}
+        out[str(key)] = value
+    return out
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by None (standard JSON has no NaN)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+@contextmanager
+def folder_lock(out: Path | None) -> Iterator[None]:
+    """Hold ``out/.eval.lock`` (``flock``; the kernel releases it even on ``kill -9``) for the block; a
+    second evaluation of the same folder meanwhile is one :class:`ConfigError`. ``None``: no lock."""
+    import fcntl
+
+    if out is None:
+        yield
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / ".eval.lock", "a+", encoding="utf-8") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            fh.seek(0)
+            holder = fh.read().strip() or "?"
+            raise ConfigError(
+                f"another xtree eval (pid {holder}) is writing {str(out)!r}",
+                fix="wait for it to finish, or use another -o folder",
+            ) from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"{os.getpid()}\n")
+        fh.flush()
+        yield  # closing the file releases the lock

@@ -318,6 +318,31 @@ def load_tokenizer(name_or_path: str) -> Any:
     return tok
 
 
+def _weights_error(source: str, exc: Exception) -> ConfigError:
+    return ConfigError(
+        f"cannot load the model weights ({type(exc).__name__}: {str(exc).strip()[:200]})",
+        where=source,
+        fix="the weights are truncated or corrupt, or do not fit config.json: write the folder again",
+    )
+
+
+def check_device(device: Any) -> None:
+    """Refuse a device name torch does not run on here (``tpu``, ``gpu``...) with one :class:`ConfigError`.
+
+    Example:
+        >>> check_device("cpu"); check_device("cuda:1")
+        >>> check_device("tpu")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        xtree_gym.errors.ConfigError: device = 'tpu' -- fix: use cpu, cuda, cuda:N or mps
+    """
+    import re
+
+    if not isinstance(device, str):
+        return  # a torch.device built by the caller
+    if not re.fullmatch(r"cpu|mps|cuda(:\d+)?", device):
+        raise ConfigError(f"device = {device!r}", fix="use cpu, cuda, cuda:N or mps")
+
+
 def load_model(
     name_or_path: str, *, device: str = "cpu", dtype: Any = None, seed: int = 0, attn: str | None = None
 ) -> tuple[Any, Any]:
@@ -338,6 +363,7 @@ def load_model(
         resolve_source(name_or_path)  # an unknown name fails before torch is imported
     if attn is not None and attn not in ATTN_IMPLEMENTATIONS:
         raise ConfigError(f"attn = {attn!r}", fix=f"use one of {', '.join(ATTN_IMPLEMENTATIONS)}")
+    check_device(device)
     _require_transformers(f"model {name_or_path!r}")
     import torch
 
@@ -358,7 +384,13 @@ def load_model(
         try:
             model = AutoModelForCausalLM.from_pretrained(source, local_files_only=local, **kwargs)
         except OSError as exc:
+            if local and Path(source).is_dir() and any(Path(source).glob("*.safetensors")):
+                raise _weights_error(source, exc) from None  # the folder is there: its weights are bad
             raise _hub_error(name_or_path, exc) from exc
+        except Exception as exc:  # truncated/corrupt weights (SafetensorError), size mismatch
+            if not isinstance(exc, (ValueError, RuntimeError)) and "Safetensor" not in type(exc).__name__:
+                raise
+            raise _weights_error(source, exc) from None
         tok = load_tokenizer(source if local else name_or_path)
         if model.generation_config.pad_token_id is None:
             model.generation_config.pad_token_id = tok.pad_token_id

@@ -119,9 +119,11 @@ def check_offline(cfg: OfflineConfig) -> None:
         )
     if cfg.shaping != "none":
         raise ConfigError("offline node RL takes its reward from the replay env", fix="leave --shaping none")
+    check_config(cfg)
     if not 0.0 <= cfg.alpha <= 1.0:
         raise ConfigError(f"alpha = {cfg.alpha!r}", fix="use a weight in [0, 1] (0.3 in the paper)")
-    check_config(cfg)
+    if not 0.0 <= cfg.gamma <= 1.0:
+        raise ConfigError(f"gamma = {cfg.gamma!r}", fix="use a factor in [0, 1] (0.5 in the paper)")
 
 
 def build_instances(cfg: OfflineConfig) -> list[NodeInstance]:

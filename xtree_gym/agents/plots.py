@@ -35,6 +35,21 @@ def series(lines: Sequence[dict[str, Any]], key: str) -> tuple[list[int], list[f
     return xs, ys
 
 
+def _checked(lines: list[dict[str, Any]], run: str | Path) -> list[dict[str, Any]]:
+    """``lines`` when every ``step`` is an integer; else one :class:`ConfigError` naming the line."""
+    from ..errors import ConfigError
+
+    for i, line in enumerate(lines, start=1):
+        step = line.get("step")
+        if step is not None and (isinstance(step, bool) or not isinstance(step, int)):
+            raise ConfigError(
+                f"step = {step!r} is not an integer",
+                where=f"{Path(run) / 'metrics.jsonl'}: record {i}",
+                fix="plot a run folder written by `xtree train` (its metrics.jsonl numbers every step)",
+            )
+    return lines
+
+
 def _pyplot() -> Any:
     try:
         import matplotlib
@@ -72,7 +87,7 @@ def plot_runs(runs: Sequence[str | Path], output: str | Path) -> list[Path]:
     plt = _pyplot()
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
-    data = {Path(r).name or str(r): read_metrics(r) for r in runs}
+    data = {Path(r).name or str(r): _checked(read_metrics(r), r) for r in runs}
     shaping = {Path(r).name or str(r): _shaping(r) for r in runs}
     keys = [k for k in CURVES if any(series(lines, k)[0] for lines in data.values())]
     cols = 2

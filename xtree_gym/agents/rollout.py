@@ -44,6 +44,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._io import finite_number
 from ..errors import ConfigError
 from ..progress import Progress
 from .envproc import EnvFault, EnvHolder, LocalHandle, ProcessHandle
@@ -136,6 +137,30 @@ def _small_info(info: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def sane_answer(answer: Any) -> Any:
+    """An env answer whose strings UTF-8 can encode: a lone surrogate becomes U+FFFD (else writing the
+    episode fails later, far from the env that sent it).
+
+    Example:
+        >>> sane_answer({"obs": "a" + chr(0xD83D) + " b", "reward": 1.0})["obs"] == "a" + chr(0xFFFD) + " b"
+        True
+    """
+    if isinstance(answer, str):
+        try:
+            answer.encode("utf-8")
+        except UnicodeEncodeError:
+            return _SURROGATE.sub("\ufffd", answer)
+        return answer
+    if isinstance(answer, dict):
+        return {k: sane_answer(v) for k, v in answer.items()}
+    if isinstance(answer, list):
+        return [sane_answer(v) for v in answer]
+    return answer
+
+
 def _outcome(ep: Episode, live: _Live) -> None:
     """Success, score and reward of a finished episode, as its benchmark counts them."""
     info = live.last_info
@@ -214,6 +239,12 @@ class _Run:
 
     # -- starting a group ----------------------------------------------------------------------------
     def start_group(self, g: int, members: list[TaskSpec]) -> list[_Live]:
+        """Reset every member of group ``g``; the episodes that started."""
+        return self.receive_resets(self.send_resets(g, members))
+
+    def send_resets(self, g: int, members: list[TaskSpec]) -> list[_Live]:
+        """Send group ``g``'s resets (an in-process env with a timeout starts its reset now, on its own
+        thread, so the resets of every group started together run at once)."""
         lives = []
         for m, task in enumerate(members):
             kwargs = {**self.env_kwargs, **task.env_kwargs}
@@ -235,10 +266,14 @@ class _Run:
                 self._fault(live, str(exc))
                 continue
             lives.append(live)
+        return lives
+
+    def receive_resets(self, lives: list[_Live]) -> list[_Live]:
+        """The answers of :meth:`send_resets`: the episodes that started (the others ended as faults)."""
         started = []
         for live in lives:
             try:
-                answer = live.handle.receive()
+                answer = sane_answer(live.handle.receive())
             except EnvFault as exc:
                 self._fault(live, str(exc))
                 continue
@@ -309,9 +344,12 @@ class _Run:
             sent.append((live, turn, actions))
         for live, turn, actions in sent:
             try:
-                answer = live.handle.receive()
+                answer = sane_answer(live.handle.receive())
             except EnvFault as exc:
                 self._fault(live, str(exc), turn)
+                continue
+            if not finite_number(answer.get("reward")):  # NaN would poison the means and the JSON written
+                self._fault(live, f"the env returned a non-finite reward ({answer.get('reward')!r})", turn)
                 continue
             self._record(live, turn, actions, answer)
         running = []
@@ -496,9 +534,13 @@ def rollout(
             if bar.enabled and hasattr(generator, "on_tokens"):
                 generator.on_tokens = run.count_streamed  # type: ignore[attr-defined]
             while pending or live:
-                while pending and (not live or len(live) + len(pending[0][1]) <= capacity):
+                sent: list[_Live] = []
+                while pending and (
+                    not (live or sent) or len(live) + len(sent) + len(pending[0][1]) <= capacity
+                ):
                     g, members = pending.popleft()
-                    live.extend(run.start_group(g, members))
+                    sent.extend(run.send_resets(g, members))
+                live.extend(run.receive_resets(sent))
                 if live:
                     live = run.step_all(live)
     finally:

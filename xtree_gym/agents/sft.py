@@ -78,7 +78,10 @@ class SFTConfig:
     """Also write TensorBoard events when ``tensorboard`` is installed."""
 
     def check(self) -> SFTConfig:
-        """Range checks; one :class:`ConfigError` naming the field."""
+        """Type, finiteness and range checks; one :class:`ConfigError` naming the field."""
+        from .validate import check_fields
+
+        check_fields(self)
         if not self.rows:
             raise ConfigError("no rows file", fix="pass --rows rows.jsonl (from `xtree sft-rows`)")
         for name in ("epochs", "batch_size", "micro_batch_tokens", "max_len"):
@@ -252,9 +255,12 @@ def train_sft(cfg: SFTConfig) -> dict[str, Any]:
     from .checkpoint import find_checkpoint, load_model_weights, load_optimizer, read_state
     from .metrics import MetricsWriter
     from .models import load_model
+    from .runfolder import check_resume_config, refuse_existing_run
     from .sft_rows import read_rows
 
     cfg.check()
+    if not cfg.resume:
+        refuse_existing_run(cfg.output_dir)
     say = _say if cfg.progress else _quiet
     device = "cuda" if torch.cuda.is_available() else "cpu"
     dtype = cfg.dtype or ("bfloat16" if device == "cuda" else None)
@@ -273,9 +279,11 @@ def train_sft(cfg: SFTConfig) -> dict[str, Any]:
     start = 0
     if cfg.resume:
         ckpt = find_checkpoint(cfg.resume)
+        state = read_state(ckpt)
+        check_resume_config(state.get("config", {}), dataclasses.asdict(cfg), where=str(ckpt))
         load_model_weights(model, ckpt)
         load_optimizer(ckpt, opt)
-        start = int(read_state(ckpt)["step"])
+        start = int(state["step"])
     schedule = _schedule(len(rows), cfg)
     writer = MetricsWriter(run, tensorboard=cfg.tensorboard)
     writer.truncate(start)
@@ -308,6 +316,7 @@ def _run_steps(
 
     from ..progress import Progress
     from .checkpoint import save_checkpoint
+    from .guards import check_finite_step
 
     todo = sum(len(idx) for _, idx in schedule[start:])
     bar = Progress(total=todo, desc="sft rows", enabled=None if cfg.progress else False)
@@ -320,6 +329,7 @@ def _run_steps(
         stats = sft_step(model, [rows[i] for i in idx], **kw, on_batch=bar.update)
         bar.set_postfix(f"step {step}/{len(schedule)} loss {stats['loss']:.4f}")
         norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm or float("inf"))
+        check_finite_step(step, loss=stats["loss"], grad_norm=float(norm))
         opt.step()
         line = {"step": step, "epoch": epoch, "loss": stats["loss"], "rows": len(idx), "tokens": stats["tokens"],
                 "target_tokens": stats["target_tokens"], "lr": cfg.lr, "grad_norm": float(norm),

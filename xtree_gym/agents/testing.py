@@ -22,6 +22,8 @@ from .types import ParsedAction
 ECHO_ENV = "xtree_gym.agents.testing:EchoEnv"
 HANGING_ENV = "xtree_gym.agents.testing:HangingEnv"
 CRASHING_ENV = "xtree_gym.agents.testing:CrashingEnv"
+ODD_ENV = "xtree_gym.agents.testing:OddEnv"
+STUCK_CLOSE_ENV = "xtree_gym.agents.testing:StuckCloseEnv"
 _WORDS = ("apple", "river", "stone", "cloud", "ember", "maple", "tulip", "cedar")
 
 
@@ -113,6 +115,44 @@ class CrashingEnv(EchoEnv):
                 os._exit(3)
             raise RuntimeError("the simulator fell over")
         return super().step(action)
+
+
+class OddEnv(EchoEnv):
+    """An :class:`EchoEnv` that answers what a careless env does: a NaN reward (``nan_reward``) and/or
+    an observation holding a lone surrogate (``surrogate``), which UTF-8 cannot encode."""
+
+    def __init__(self, nan_reward: bool = False, surrogate: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.nan_reward, self.surrogate = nan_reward, surrogate
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict]:
+        obs, info = super().reset(seed=seed, options=options)
+        return (obs + " \ud83d" if self.surrogate else obs), info
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        obs, reward, term, trunc, info = super().step(action)
+        if self.surrogate:
+            obs += " \udc80"
+        return obs, float("nan") if self.nan_reward else reward, term, trunc, info
+
+
+class SlowResetEnv(EchoEnv):
+    """An :class:`EchoEnv` whose reset takes ``delay`` seconds (a simulator that boots slowly)."""
+
+    def __init__(self, delay: float = 1.0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.delay = delay
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict]:
+        time.sleep(self.delay)
+        return super().reset(seed=seed, options=options)
+
+
+class StuckCloseEnv(EchoEnv):
+    """An :class:`EchoEnv` whose ``close()`` never returns (a simulator that will not shut down)."""
+
+    def close(self) -> None:
+        time.sleep(3600)
 
 
 _ACTION = re.compile(r"<action>(.*?)</action>", re.DOTALL)

@@ -68,13 +68,21 @@ def add_train_command(
     p = train_sub.add_parser(name, help=help, description=(config_cls.__doc__ or "").split("\n")[0])
     add_config_arguments(p, config_cls)
     p.add_argument("--print-config", action="store_true", help="print the resolved config as JSON and exit")
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="delete the run already in the -o folder and start again (else a non-empty folder is refused)",
+    )
 
     def _cmd(args: argparse.Namespace) -> int:
         require_extra("train", TRAIN_PACKAGES, f"xtree train {name}")
+        from .runfolder import prepare_run_folder
+
         cfg = config_from_cli(config_cls, args)
         if args.print_config:
             print(json.dumps(dataclasses.asdict(cfg), indent=1))
             return 0
+        prepare_run_folder(cfg.output_dir, resume=cfg.resume, overwrite=args.overwrite)
         return run(cfg)
 
     p.set_defaults(func=_cmd)

@@ -20,6 +20,7 @@ Read top to bottom, one optimizer step is (docs/training.md follows it with numb
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -33,6 +34,7 @@ from ..errors import ConfigError
 from . import checkpoint as ckpt
 from .advantages import grouped_advantages
 from .config import GRPOConfig
+from .guards import check_finite_step
 from .learning_signal import SignalWatch, signal_counts, step_signal
 from .lora import AdapterFreeReference, precision
 from .losses import clipped_policy_loss, k3_kl, loss_weights, opsd_term, opsd_zero_gradient
@@ -41,6 +43,7 @@ from .opsd import TeacherContext, make_card_fn
 from .policy import adapt_policy, ema_update, frozen_copy, load_policy, make_accelerator, sequence_logps
 from .remine import RolloutBuffer, node_diff, remine
 from .rows import Row, collate, make_rows, micro_batches, teacher_to_student
+from .runfolder import check_resume_config, refuse_existing_run
 from .scaleout import inner_optimizer, load_sharded, save_args
 from .schedule import lr_at
 from .shaping import SegCostShaping, StepRewards, plain_rewards, xtree_bonuses, xtree_rewards
@@ -127,6 +130,8 @@ class GRPOTrainer:
         self.acc = accelerator or make_accelerator(mixed_precision=mixed)
         self.generator_factory = generator_factory
         self.run_dir = Path(self.cfg.output_dir)
+        if not self.cfg.resume:
+            refuse_existing_run(self.run_dir)
         torch.manual_seed(self.cfg.seed)
         model, self.tokenizer = load_policy(
             self.cfg.model,
@@ -429,9 +434,11 @@ class GRPOTrainer:
             )
             for k, v in part.items():
                 sums[k] = sums.get(k, 0.0) + v
-        grad_norm = 0.0
-        if self.cfg.max_grad_norm > 0:
-            grad_norm = float(self.acc.clip_grad_norm_(self.model.parameters(), self.cfg.max_grad_norm))
+        # clip (or, with max_grad_norm 0, only measure: a clip at inf scales by exactly 1)
+        grad_norm = float(
+            self.acc.clip_grad_norm_(self.model.parameters(), self.cfg.max_grad_norm or math.inf)
+        )
+        check_finite_step(self.step + 1, loss=sums.get("loss", 0.0), grad_norm=grad_norm)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         if self.ema is not None:
@@ -629,6 +636,7 @@ class GRPOTrainer:
     def load(self, path: Path) -> None:
         """Restore weights, optimizer, EMA teacher, tree, buffers and the step from a checkpoint."""
         state = ckpt.read_state(path)
+        check_resume_config(state.get("config", {}), self.cfg.to_dict(), where=str(path))
         if not load_sharded(self.acc, self.model, self.optimizer, path):
             ckpt.load_model_weights(self.policy, path)
             ckpt.load_optimizer(path, inner_optimizer(self.optimizer))

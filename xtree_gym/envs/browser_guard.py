@@ -5,9 +5,13 @@
   ``keyboard_press`` -- the canonicalizer and the paper's Table 9 name them, and BrowserGym
   ships them but leaves them out of its default set -- and minus ``upload_file``, which
   reads a file of this machine into the page. Any other function is an invalid action.
-* **Navigation** (:class:`NavigationPolicy`): ``http``/``https`` pages, ``about:blank`` and the
-  task's own ``file://`` folder (MiniWoB++ serves its pages from the ``miniwob`` wheel);
-  everything else -- ``file:///etc/passwd``, ``view-source:``, ``chrome://`` -- is refused.
+* **Navigation** (:class:`NavigationPolicy`): ``about:blank``, the task's own ``file://`` folder
+  (MiniWoB++ serves its pages from the ``miniwob`` wheel) and the http(s) origins on the
+  allow-list: the task's own (an OpenURL start page's origin, WebArena's configured ``WA_*``
+  sites) plus what the user adds (``allowed_origins``; ``"*"`` = any public web origin).
+  Loopback, link-local (``169.254/16``, the cloud metadata address), private and other
+  non-public addresses are refused unless their origin is listed by name or ``allow_private``
+  is set. Everything else -- ``file:///etc/passwd``, ``view-source:``, ``chrome://`` -- is refused.
   The env checks ``goto`` before running it (an invalid action), aborts every other request
   of the task browser's context that leaves the policy (from its creation on, before the task
   opens its first page: links, redirects, new tabs, frames, ``fetch``), and sends a page that
@@ -18,7 +22,9 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -73,10 +79,69 @@ def make_action_set() -> Any:
 
 
 def _file_path(url: str) -> str | None:
-    parts = urlsplit(url)
-    if parts.scheme != "file" or parts.netloc not in ("", "localhost"):
+    try:
+        parts = urlsplit(url)
+        if parts.scheme != "file" or parts.netloc not in ("", "localhost"):
+            return None
+        return os.path.realpath(url2pathname(unquote(parts.path)))
+    except ValueError:  # an embedded NUL byte, a bad port...: not a file of ours
         return None
-    return os.path.realpath(url2pathname(unquote(parts.path)))
+
+
+def origin_of(url: str) -> str | None:
+    """``scheme://host[:port]`` of an http(s) URL (default ports dropped, host lower-cased), else None.
+
+    Example:
+        >>> origin_of("HTTP://Example.org:80/a?b"), origin_of("https://h:8443/x"), origin_of("file:///x")
+        ('http://example.org', 'https://h:8443', None)
+    """
+    try:
+        parts = urlsplit(url)
+        scheme, host, port = parts.scheme.lower(), (parts.hostname or ""), parts.port
+    except ValueError:
+        return None
+    if scheme not in WEB_SCHEMES or not host:
+        return None
+    host = f"[{host}]" if ":" in host else host
+    default = {"http": 80, "https": 443}[scheme]
+    return f"{scheme}://{host}" + (f":{port}" if port not in (None, default) else "")
+
+
+def _literal_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address a host written as an IP means to Chromium (``127.1``, ``2130706433``, ``0x7f.1`` too)."""
+    try:
+        return ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        pass
+    try:  # the legacy IPv4 spellings browsers still accept
+        return ipaddress.IPv4Address(socket.inet_aton(host))
+    except OSError:
+        return None
+
+
+def is_public_host(host: str, resolve: bool = True) -> bool:
+    """Whether ``host`` is a public internet address (not loopback, link-local, private, reserved...).
+
+    A name is resolved (``resolve``); one that resolves to any non-public address is not public,
+    and ``localhost`` (and ``*.localhost``) never is.
+
+    Example:
+        >>> [is_public_host(h, resolve=False) for h in ("127.0.0.1", "127.1", "2130706433", "[::1]",
+        ...     "169.254.169.254", "10.0.0.7", "192.168.1.1", "0.0.0.0", "localhost", "8.8.8.8")]
+        [False, False, False, False, False, False, False, False, False, True]
+    """
+    host = host.lower().rstrip(".")
+    if host == "localhost" or host.endswith(".localhost"):
+        return False
+    literal = _literal_address(host)
+    addresses = [literal] if literal is not None else []
+    if literal is None and resolve:
+        try:
+            infos = socket.getaddrinfo(host, None)
+        except (OSError, UnicodeError):
+            return True  # no address: Chromium cannot reach it either
+        addresses = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
+    return all(a.is_global and not a.is_multicast for a in addresses)
 
 
 @dataclass(frozen=True)
@@ -85,8 +150,13 @@ class NavigationPolicy:
 
     Example:
         >>> policy = NavigationPolicy(file_roots=("/srv/miniwob/html",))
-        >>> policy.allows("https://example.org/a"), policy.allows("about:blank")
-        (True, True)
+        >>> policy.allows("https://example.org/a"), policy.allows("about:blank")   # no web by default
+        (False, True)
+        >>> web = NavigationPolicy(origins=("http://127.0.0.1:8000", "*"))
+        >>> web.allows("http://127.0.0.1:8000/a"), web.allows("http://127.0.0.1:9000/secret")
+        (True, False)
+        >>> web.allows("http://169.254.169.254/latest/meta-data"), web.allows("http://8.8.8.8/")
+        (False, True)
         >>> policy.allows("file:///srv/miniwob/html/miniwob/click-button.html")
         True
         >>> policy.allows("file:///etc/passwd"), policy.allows("file:///srv/miniwob/html/../../../etc/passwd")
@@ -97,12 +167,22 @@ class NavigationPolicy:
 
     file_roots: tuple[str, ...] = ()
     """Folders whose ``file://`` pages (and assets) are the task's own; empty: no local files."""
+    origins: tuple[str, ...] = ()
+    """http(s) origins the pages may load (:func:`origin_of` form; ``"*"``: any public web origin)."""
+    allow_private: bool = False
+    """Under ``"*"``, also loopback, link-local and private addresses (listed origins always load)."""
 
     def allows(self, url: str) -> bool:
-        """True for http(s), ``about:blank`` and files under one of :attr:`file_roots`."""
-        scheme = urlsplit(url).scheme.lower()
-        if scheme in WEB_SCHEMES or url in BLANK_PAGES:
+        """True for ``about:blank``, files under :attr:`file_roots` and http(s) under :attr:`origins`."""
+        if url in BLANK_PAGES:
             return True
+        origin = origin_of(url)
+        if origin is not None:
+            if origin in self.origins:
+                return True
+            if "*" not in self.origins:
+                return False
+            return self.allow_private or is_public_host(urlsplit(url).hostname or "")
         path = _file_path(url)
         if path is None:
             return False
@@ -113,23 +193,61 @@ class NavigationPolicy:
         return False
 
     @classmethod
-    def for_start_url(cls, url: str, levels_up: int = 0) -> NavigationPolicy:
+    def for_start_url(
+        cls, url: str, levels_up: int = 0, *, origins: Iterable[str] = (), allow_private: bool = False
+    ) -> NavigationPolicy:
         """The policy of a task whose first page is ``url``: a ``file://`` page's folder
-        (``levels_up`` folders higher, for pages that load ``../core/*.js``) is its own.
+        (``levels_up`` folders higher, for pages that load ``../core/*.js``) or an http(s)
+        page's origin is its own; ``origins`` are added (the user's allow-list).
 
         Example:
             >>> NavigationPolicy.for_start_url("file:///srv/mw/html/miniwob/", levels_up=1).file_roots
             ('/srv/mw/html',)
-            >>> NavigationPolicy.for_start_url("http://127.0.0.1:8000/x.html").file_roots
-            ()
+            >>> p = NavigationPolicy.for_start_url("http://127.0.0.1:8000/x.html")
+            >>> p.file_roots, p.origins
+            ((), ('http://127.0.0.1:8000',))
         """
+        extra = tuple(o if o == "*" else (origin_of(o) or o) for o in origins)
         path = _file_path(url)
         if path is None:
-            return cls()
+            own = origin_of(url)
+            return cls(origins=((own,) if own else ()) + extra, allow_private=allow_private)
         folder = path if url.endswith("/") else os.path.dirname(path)
         for _ in range(levels_up):
             folder = os.path.dirname(folder)
-        return cls(file_roots=(folder,))
+        return cls(file_roots=(folder,), origins=extra, allow_private=allow_private)
+
+
+def check_guard_options(origins: Any, allow_private: Any, deadline: Any) -> None:
+    """One :class:`~xtree_gym.errors.EnvConfigError` for a bad ``allowed_origins`` / ``allow_private`` /
+    ``step_deadline_s`` of a browser env.
+
+    Example:
+        >>> check_guard_options(["https://example.org", "*"], False, 60.0)
+        >>> check_guard_options("https://example.org", False, 60.0)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        xtree_gym.errors.EnvConfigError: allowed_origins must be a list of origins, ... -- fix: ...
+    """
+    import math
+
+    from ..errors import EnvConfigError
+
+    fix = 'e.g. allowed_origins=["https://example.org", "http://10.0.0.5:8080"] ("*": any public origin)'
+    if isinstance(origins, str) or not isinstance(origins, (list, tuple)):
+        raise EnvConfigError(f"allowed_origins must be a list of origins, got {origins!r}", fix=fix)
+    for o in origins:
+        if not isinstance(o, str) or (o != "*" and origin_of(o) is None):
+            raise EnvConfigError(f"allowed_origins: {o!r} is not an http(s) origin", fix=fix)
+    if not isinstance(allow_private, bool):
+        raise EnvConfigError(f"allow_private must be true or false, got {allow_private!r}")
+    ok = deadline is None or (
+        isinstance(deadline, (int, float))
+        and not isinstance(deadline, bool)
+        and math.isfinite(deadline)
+        and deadline > 0
+    )
+    if not ok:
+        raise EnvConfigError(f"step_deadline_s must be seconds > 0 or None, got {deadline!r}", fix="e.g. 60")
 
 
 def blocked_url(calls: Iterable[tuple[str, list[Any]]], policy: NavigationPolicy) -> str | None:
@@ -139,8 +257,10 @@ def blocked_url(calls: Iterable[tuple[str, list[Any]]], policy: NavigationPolicy
     Example:
         >>> blocked_url([("click", ["12"]), ("goto", ["file:///etc/passwd"])], NavigationPolicy())
         'file:///etc/passwd'
-        >>> blocked_url([("goto", ["http://x.org"])], NavigationPolicy()) is None
+        >>> blocked_url([("goto", ["http://x.org"])], NavigationPolicy(origins=("http://x.org",))) is None
         True
+        >>> blocked_url([("goto", ["file:///x%00"])], NavigationPolicy())   # a NUL byte: refused, no raise
+        'file:///x%00'
     """
     for name, args in calls:
         if name != "goto":

@@ -64,7 +64,7 @@ class BrowserLaunchConfig:
         >>> cfg = BrowserLaunchConfig(executable_path="/usr/bin/chromium")
         >>> cfg.slow_mo_ms, cfg.pre_observation_delay_s
         (0, 0.0)
-        >>> "--no-sandbox" in cfg.launch_args()
+        >>> ("--no-sandbox" in cfg.launch_args()) == (os.geteuid() == 0)   # only as root
         True
         >>> BrowserLaunchConfig.browsergym_defaults().slow_mo_ms is None
         True
@@ -74,8 +74,11 @@ class BrowserLaunchConfig:
     """Chromium binary; None lets Playwright use its own download (``playwright install``)."""
     headless: bool = True
     """Run without a window (the only mode that works on a server)."""
-    no_sandbox: bool = True
-    """Pass ``--no-sandbox``: Chromium refuses to start its sandbox as root (containers, CI)."""
+    no_sandbox: bool = field(default_factory=lambda: hasattr(os, "geteuid") and os.geteuid() == 0)
+    """Pass ``--no-sandbox``; by default only when running as root, where Chromium refuses to start
+    its sandbox at all ("Running as root without --no-sandbox is not supported"). As any other user
+    the sandbox stays on. As root, run the env in an unprivileged container or user if the pages it
+    opens are not trusted: the navigation allow-list, not the sandbox, then keeps the agent in."""
     extra_args: tuple[str, ...] = QUIET_ARGS
     """Further command-line flags for both browsers."""
     slow_mo_ms: int | None = 0

@@ -31,7 +31,7 @@ import contextlib
 import importlib.util
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -39,13 +39,22 @@ from ..canon import canonicalize, get_canonicalizer
 from ..canon.browsergym import call_slots, parse_calls
 from ..errors import DependencyError, EnvConfigError, missing_dependency
 from .browser_axtree import dom_element_of, element_of
+from .browser_deadline import (
+    DEFAULT_STEP_DEADLINE_S,
+    BrowserWatchdog,
+    browser_pids,
+    kill_pids,
+    reset_deadline,
+)
 from .browser_guard import (
     MAX_ACTION_CHARS,
     NavigationPolicy,
     blocked_url,
+    check_guard_options,
     guard_contexts,
     is_missing_browser,
     make_action_set,
+    origin_of,
     parse_browsergym_calls,
 )
 from .browser_launch import CHROMIUM_ENV_VAR, BrowserLaunchConfig, patched_chromium_launch
@@ -144,8 +153,20 @@ class _BrowserGymEnv(_EnvBase):  # type: ignore[misc]
         launch: BrowserLaunchConfig | None = None,
         obs_mode: str = "text",
         max_steps: int | None = None,
+        allowed_origins: Sequence[str] = (),
+        allow_private: bool = False,
+        step_deadline_s: float | None = DEFAULT_STEP_DEADLINE_S,
     ) -> None:
         _require_browsergym(self.feature)
+        check_guard_options(allowed_origins, allow_private, step_deadline_s)
+        self.allowed_origins = tuple(allowed_origins)
+        """http(s) origins the pages may load besides the task's own (``"*"``: any public origin)."""
+        self.allow_private = bool(allow_private)
+        """Let ``"*"`` reach loopback, link-local and private addresses too (off: refused)."""
+        self.step_deadline_s = step_deadline_s
+        """Seconds a step may take before the env's browsers are killed (a fault); None: no limit. A reset
+        (two browser launches) gets :func:`~xtree_gym.envs.browser_deadline.reset_deadline` of it."""
+        self._watchdog = BrowserWatchdog()
         if obs_mode not in OBS_MODES:
             raise EnvConfigError(f"obs_mode must be one of {OBS_MODES}, got {obs_mode!r}", fix="use 'text'")
         if max_steps is not None and max_steps < 1:
@@ -181,8 +202,9 @@ class _BrowserGymEnv(_EnvBase):  # type: ignore[misc]
         raise NotImplementedError
 
     def _navigation_policy(self) -> NavigationPolicy:
-        """The task's own pages: web pages only, unless a subclass serves local files."""
-        return NavigationPolicy()
+        """The user's allow-list only, unless a subclass has pages of its own."""
+        return NavigationPolicy.for_start_url("about:blank", origins=self.allowed_origins,
+                                              allow_private=self.allow_private)  # fmt: skip
 
     def _success(self, reward: float, terminated: bool, task_info: Mapping[str, Any]) -> bool:
         """Whether this step won the task (BrowserGym's positive reward at the end)."""
@@ -260,12 +282,19 @@ class _BrowserGymEnv(_EnvBase):  # type: ignore[misc]
         if self._env is None:
             self._env = self._build()
         policy = self.policy = self._navigation_policy()
+        before = browser_pids()
         try:
             blocked = self._blocked
-            with patched_chromium_launch(
-                self.launch, on_first_browser=lambda b: guard_contexts(b, policy, blocked)
+            with (
+                self._watchdog.guard(
+                    reset_deadline(self.step_deadline_s), "reset", lambda: browser_pids() - before
+                ),
+                patched_chromium_launch(
+                    self.launch, on_first_browser=lambda b: guard_contexts(b, policy, blocked)
+                ),
             ):
                 obs, bg_info = self._env.reset(seed=seed)
+            self._watchdog.pids = browser_pids() - before
         except Exception as exc:
             if is_missing_browser(exc):
                 self._teardown()
@@ -334,14 +363,17 @@ class _BrowserGymEnv(_EnvBase):  # type: ignore[misc]
                 return self._refused(info, f"navigation to {blocked!r} is blocked: {self._policy_text()}")
             try:
                 self._blocked.clear()
-                pages_before = list(self._env.context.pages)
-                obs, reward, terminated, truncated, bg_info = self._env.step(action)
-                escaped = self._recall_escaped_pages(pages_before)
-                if escaped:
-                    self._env._active_page_check()
-                    obs = self._env._get_obs()
-            except Exception as exc:  # the browser (or its driver) died: the episode is lost
-                self._fault = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".strip()
+                with self._watchdog.guard(self.step_deadline_s, "step"):
+                    pages_before = list(self._env.context.pages)
+                    obs, reward, terminated, truncated, bg_info = self._env.step(action)
+                    escaped = self._recall_escaped_pages(pages_before)
+                    if escaped:
+                        self._env._active_page_check()
+                        obs = self._env._get_obs()
+            except Exception as exc:  # the browser (or its driver) died, or hung and was killed
+                self._fault = self._watchdog.fired or (
+                    f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".strip()
+                )
                 _log.warning("%s: browser fault, episode truncated (%s)", self.feature, self._fault)
         if self._fault is not None:
             self._steps += 1
@@ -374,9 +406,11 @@ class _BrowserGymEnv(_EnvBase):  # type: ignore[misc]
 
     def _policy_text(self) -> str:
         roots = ", ".join(self.policy.file_roots)
+        webs = ", ".join(self.policy.origins) or "none"
         return (
-            "only http(s) pages" + (f" and the task's own files under {roots}" if roots else "") + " can open"
-        )
+            f"only the allowed origins ({webs})" + (f" and the task's own files under {roots}" if roots else "")
+            + " can open (allowed_origins adds more)"
+        )  # fmt: skip
 
     def _refused(self, info: dict[str, Any], error: str) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         """An invalid action that is not run: same page, no reward."""
@@ -405,11 +439,19 @@ class _BrowserGymEnv(_EnvBase):  # type: ignore[misc]
         return escaped
 
     def _teardown(self) -> None:
-        """Close what is left of the BrowserGym env, piece by piece; never raises."""
+        """Close what is left of the BrowserGym env, piece by piece; never raises, never hangs (a
+        frozen browser is killed first, and the closing itself runs under the step deadline)."""
         env, self._env = self._env, None
         self._obs = None
         if env is None:
             return
+        if self._fault is not None:
+            kill_pids(self._watchdog.pids)
+        with self._watchdog.guard(self.step_deadline_s, "close"):
+            self._close_parts(env)
+        self._watchdog.pids = set()
+
+    def _close_parts(self, env: Any) -> None:
         for name in ("task", "chat", "context", "browser"):
             part = getattr(env, name, None)
             closer = getattr(part, "teardown" if name == "task" else "close", None)
@@ -451,12 +493,15 @@ class OpenURLEnv(_BrowserGymEnv):
         obs_mode: str = "text",
         max_steps: int | None = None,
         canon_domain: str = "browsergym",
+        **guard: Any,
     ) -> None:
         if not isinstance(url, str) or "://" not in url:
             raise EnvConfigError(
                 f"url must be an absolute URL, got {url!r}", fix="e.g. 'http://127.0.0.1:8000/'"
             )
-        super().__init__(canon_domain=canon_domain, launch=launch, obs_mode=obs_mode, max_steps=max_steps)
+        super().__init__(
+            canon_domain=canon_domain, launch=launch, obs_mode=obs_mode, max_steps=max_steps, **guard
+        )
         self.url = url
         self.task_goal = goal
 
@@ -466,8 +511,9 @@ class OpenURLEnv(_BrowserGymEnv):
         return OpenEndedTask, {"start_url": self.url, "goal": self.task_goal}
 
     def _navigation_policy(self) -> NavigationPolicy:
-        """The web, and the start page's own folder when it is a local file."""
-        return NavigationPolicy.for_start_url(self.url)
+        """The start page's origin (or its folder, for a local file) and the user's allow-list."""
+        return NavigationPolicy.for_start_url(self.url, origins=self.allowed_origins,
+                                              allow_private=self.allow_private)  # fmt: skip
 
 
 class MiniWoBEnv(_BrowserGymEnv):
@@ -500,6 +546,7 @@ class MiniWoBEnv(_BrowserGymEnv):
         max_steps: int | None = 30,
         canon_domain: str = "miniwob",
         episode_max_time_ms: int = 1_000_000,
+        **guard: Any,
     ) -> None:
         _require_browsergym(self.feature)
         if importlib.util.find_spec("browsergym.miniwob") is None:
@@ -513,7 +560,9 @@ class MiniWoBEnv(_BrowserGymEnv):
             )
         if episode_max_time_ms <= 0:
             raise EnvConfigError(f"episode_max_time_ms must be > 0, got {episode_max_time_ms!r}")
-        super().__init__(canon_domain=canon_domain, launch=launch, obs_mode=obs_mode, max_steps=max_steps)
+        super().__init__(
+            canon_domain=canon_domain, launch=launch, obs_mode=obs_mode, max_steps=max_steps, **guard
+        )
         self.task = task
         self.base_url = base_url if base_url is not None else miniwob_base_url()
         if not self.base_url.endswith("/"):
@@ -544,8 +593,10 @@ class MiniWoBEnv(_BrowserGymEnv):
         return out
 
     def _navigation_policy(self) -> NavigationPolicy:
-        """The folder above the task page (``html/``: ``miniwob/*.html`` and ``core/``, ``common/``)."""
-        return NavigationPolicy.for_start_url(self.base_url, levels_up=1)
+        """The folder above the task page (``html/``: ``miniwob/*.html`` and ``core/``, ``common/``); no web
+        origin unless the user lists one."""
+        return NavigationPolicy.for_start_url(self.base_url, levels_up=1, origins=self.allowed_origins,
+                                              allow_private=self.allow_private)  # fmt: skip
 
     def _success(self, reward: float, terminated: bool, task_info: Mapping[str, Any]) -> bool:
         return bool(terminated) and miniwob_full_credit(task_info.get("RAW_REWARD_GLOBAL"))
@@ -628,6 +679,7 @@ class WebArenaEnv(_BrowserGymEnv):
         with_na_hint: bool = False,
         with_homepage_hint: bool = False,
         canon_domain: str = "webarena",
+        **guard: Any,
     ) -> None:
         if isinstance(task_id, bool) or not isinstance(task_id, int) or not 0 <= task_id < WEBARENA_N_TASKS:
             raise EnvConfigError(
@@ -643,11 +695,19 @@ class WebArenaEnv(_BrowserGymEnv):
                 "WA_WIKIPEDIA=http://HOST:8888/wikipedia_en_all_maxi_2022-05/A/User:The_other_Kiwix_guy/Landing "
                 "WA_MAP=http://HOST:3000 WA_HOMEPAGE=http://HOST:4399",
             )
-        super().__init__(canon_domain=canon_domain, launch=launch, obs_mode=obs_mode, max_steps=max_steps)
+        super().__init__(
+            canon_domain=canon_domain, launch=launch, obs_mode=obs_mode, max_steps=max_steps, **guard
+        )
         self.task_id = task_id
         self.with_na_hint = with_na_hint
         self.with_homepage_hint = with_homepage_hint
         self._task_cls = _import_webarena_task()
+
+    def _navigation_policy(self) -> NavigationPolicy:
+        """The configured WebArena sites (the ``WA_*`` origins, often private hosts) and the user's allow-list."""
+        sites = tuple(o for name in WEBARENA_ENV_VARS if (o := origin_of(os.environ.get(name, ""))))
+        return NavigationPolicy(origins=sites + NavigationPolicy.for_start_url(
+            "about:blank", origins=self.allowed_origins).origins, allow_private=self.allow_private)  # fmt: skip
 
     def _task(self) -> tuple[Any, dict[str, Any]]:
         kwargs = {
