@@ -89,7 +89,7 @@ def test_gem_plays_an_episode_with_the_running_bonus(tree):
     assert total == pytest.approx(10.0 + 0.75 * info["xtree_bonus"])
 
 
-def test_openenv_server_over_http(tree):
+def test_openenv_episode_over_ws_carries_the_bonus(tree):
     pytest.importorskip("fastapi", reason="fastapi is not installed")
     from fastapi.testclient import TestClient
 
@@ -98,15 +98,19 @@ def test_openenv_server_over_http(tree):
     except ImportError as exc:
         pytest.skip(f"openenv-core is not installed ({exc}): pip install 'xtree_gym[interop]'")
     client = TestClient(make_app("XTree-Countdown-v0", seed=5, tree=tree))
-    first = client.post("/reset", json={}).json()
-    assert "Target" in first["observation"]["text"]
-    body = {}
-    for action in _solution(5):
-        body = client.post("/step", json={"action": {"reply": action}}).json()
-    assert body["done"] is True and body["reward"] == 10.0
-    obs = body["observation"]
-    assert obs["won"] is True and obs["xtree_bonus"] == episode_bonus(tree, obs["tokens"]) and obs["tokens"]
-    assert client.get("/state").json()["step_count"] == len(_solution(5))
+    with client.websocket_connect("/ws") as ws:  # one session: one env across the episode's turns
+        ws.send_json({"type": "reset", "data": {}})
+        first = ws.receive_json()["data"]
+        assert "Target" in first["observation"]["text"]
+        body: dict = {}
+        for action in _solution(5):
+            ws.send_json({"type": "step", "data": {"reply": action}})
+            body = ws.receive_json()["data"]
+        assert body["done"] is True and body["reward"] == 10.0
+        obs = body["observation"]
+        assert obs["won"] is True and obs["xtree_bonus"] == episode_bonus(tree, obs["tokens"]) and obs["tokens"]
+        ws.send_json({"type": "state"})
+        assert ws.receive_json()["data"]["step_count"] == len(_solution(5))
 
 
 def test_verifiers_group_reward_is_eq3(tree):
