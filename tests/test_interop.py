@@ -239,33 +239,104 @@ def test_trl_grpo_trainer_logs_our_reward(tree, tmp_path):
 
 
 def test_trl_environment_factory_in_grpo_trainer(tree, tmp_path):
-    """TRL's multi-turn path: needs transformers >= 5.2, which the browser extra's pins rule out here."""
-    trl = pytest.importorskip("trl", reason="trl is not installed: pip install 'xtree_gym[interop]'")
-    import transformers
-    from packaging.version import Version
+    """TRL's multi-turn path: a scripted policy's tool calls reach our env, its reward reaches TRL's logs.
 
-    if Version(transformers.__version__) < Version("5.2.0"):
-        pytest.skip(
-            f"TRL's environment_factory needs transformers>=5.2 (installed: {transformers.__version__}); "
-            "xtree_gym[test] keeps transformers<5 because browsergym-webarena pins huggingface-hub<1"
-        )
+    The model is tiny-random (TRL really computes its logprobs and updates it); only ``generate`` is
+    scripted: it answers each turn with a ``<tool_call>`` for the ``act`` tool (Qwen 2.5's format, whose
+    tool-capable chat template TRL ships). One group plays a solution (one member stops one op short, so the
+    group's rewards differ and GRPO updates); the other stops one op short twice and earns Eq. 3's bonus.
+    """
+    trl = pytest.importorskip("trl", reason="trl is not installed: pip install 'xtree_gym[interop]'")
+    import json
+
+    import torch
+    import transformers
     from datasets import Dataset
+    from packaging.version import Version
+    from trl.chat_template_utils import qwen2_5_chat_template
 
     from xtree_gym.adapters.trl_env import XTreeTRLEnv, make_env_bonus_reward
     from xtree_gym.agents.models import tiny_random
 
+    assert Version(transformers.__version__) >= Version("5.2.0"), "environment_factory needs transformers>=5.2"
     model, tok = tiny_random(seed=0)
+    tok.chat_template = qwen2_5_chat_template  # tool-capable; TRL adds its response parser for it
+    lose, lose_plan, _ = _first_node_plan(tree)  # a seed whose solution minus its last op earns a bonus
+    win = 0 if lose != 0 else 1
+    seed_of, plans = {}, {lose: lose_plan[:-1], win: _solution(win)}
+    for s in (win, lose):
+        ep = TextEpisode("XTree-Countdown-v0")
+        seed_of[ep.reset(seed=s).splitlines()[1]] = s  # "Target: N" line -> seed
+    played: list[tuple[int, int, str, str]] = []
+
+    class RecordingEnv(XTreeTRLEnv):
+        def act(self, action: str) -> str:
+            """Execute one action in the environment and return what it shows next.
+
+            Args:
+                action: the action to execute, in the environment's own syntax.
+            """
+            out = super().act(action)
+            played.append((id(self), self.seed, action, out.splitlines()[0]))
+            return out
+
+        def reset(self, seed=None, **row):
+            self.seed = int(seed)
+            return super().reset(seed=seed, **row)
+
+    last_op_seen: dict[int, int] = {}
+
+    def scripted_generate(input_ids, attention_mask=None, **kw):
+        rows = []
+        for ids, mask in zip(input_ids, attention_mask):
+            text = tok.decode(ids[mask.bool()].tolist())
+            seed = next(s for line, s in seed_of.items() if line in text)
+            k = text.count("<tool_response>")
+            if seed == win and k == len(plans[seed]) - 1:  # one member of the won group stops short
+                last_op_seen[seed] = last_op_seen.get(seed, 0) + 1
+                k += last_op_seen[seed] - 1
+            if k < len(plans[seed]):
+                call = {"name": "act", "arguments": {"action": plans[seed][k]}}
+                reply = f"<tool_call>\n{json.dumps(call)}\n</tool_call><|im_end|>"
+            else:
+                reply = "Done.<|im_end|>"
+            rows.append(tok.encode(reply, add_special_tokens=False))
+        width = max(len(r) for r in rows)
+        pad = tok.pad_token_id
+        new = torch.tensor([r + [pad] * (width - len(r)) for r in rows], dtype=input_ids.dtype)
+        return torch.cat([input_ids, new.to(input_ids.device)], dim=1)
+
+    model.generate = scripted_generate
     rows = [
-        {"prompt": [{"role": "user", "content": "Solve the puzzle with the act tool."}], "seed": s}
-        for s in (0, 1)
+        {"prompt": [{"role": "user", "content": f"Solve puzzle {s} with the act tool."}], "seed": s}
+        for s in (win, lose)
     ]
     cfg = trl.GRPOConfig(
-        output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=2, num_generations=2,
-        max_completion_length=16, logging_steps=1, report_to=[], use_cpu=True, save_strategy="no",
+        output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=4, num_generations=2,
+        max_completion_length=512, logging_steps=1, report_to=[], use_cpu=True, save_strategy="no",
+        learning_rate=1e-2, beta=0.0, seed=0,
     )  # fmt: skip
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
     trainer = trl.GRPOTrainer(
         model=model, args=cfg, train_dataset=Dataset.from_list(rows), processing_class=tok,
-        reward_funcs=[make_env_bonus_reward(tree)], environment_factory=XTreeTRLEnv.factory("XTree-Countdown-v0"),
+        reward_funcs=[make_env_bonus_reward(tree, w_ref=0.4)], environment_factory=RecordingEnv.factory("XTree-Countdown-v0"),
     )  # fmt: skip
     trainer.train()
-    assert any("XTreeTRLEnv" in k for h in trainer.state.log_history for k in h)
+    # every rollout's tool calls were executed in its own env, in order
+    per_env: dict[int, list[str]] = {}
+    for env_id, s, action, _ in played:
+        per_env.setdefault(env_id, []).append(f"{s}:{action}")
+    short = [f"{win}:{a}" for a in plans[win][:-1]]
+    expect = sorted([[f"{win}:{a}" for a in plans[win]], short] + [[f"{lose}:{a}" for a in plans[lose]]] * 2)
+    assert sorted(per_env.values()) == expect  # four rollouts, four envs, each its own plan in order
+    assert sum(first.endswith("Target reached!") for _, s, _, first in played) == 1
+    logs = {k: v for h in trainer.state.log_history for k, v in h.items()}
+    assert logs["rewards/RecordingEnv/mean"] == pytest.approx(2.5)  # rewards 10, 0 | 0, 0
+    ep = TextEpisode("XTree-Countdown-v0")
+    ep.reset(seed=lose)
+    for a in plans[lose]:
+        ep.step(a)
+    bonus = 0.75 * episode_bonus(tree, ep.tokens)  # lost group: win rate 0, λ_g = λ0 = 0.75
+    # the other group's win rate 0.5 >= w_ref 0.4: λ_g = 0, it adds nothing
+    assert bonus > 0 and logs["rewards/xtree_env_bonus/mean"] == pytest.approx(bonus / 2)
+    assert any(not torch.equal(before[n], p) for n, p in model.named_parameters())
