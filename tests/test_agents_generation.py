@@ -45,7 +45,9 @@ def test_tiny_tokenizer_round_trips_any_text_and_is_reproducible():
     for text in ["", "look around", "click[< prev]\n\ttabs", "naïve café — 猫 🙂", "\x00\x7f"]:
         assert tok.decode(tok.encode(text, add_special_tokens=False)) == text
     assert tiny_tokenizer().get_vocab() == tok.get_vocab()
-    ids = tok.apply_chat_template([{"role": "user", "content": "hi"}], add_generation_prompt=True, return_dict=False)
+    ids = tok.apply_chat_template(
+        [{"role": "user", "content": "hi"}], add_generation_prompt=True, return_dict=False
+    )
     assert tok.decode(ids) == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
 
 

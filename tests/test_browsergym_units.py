@@ -240,7 +240,9 @@ def test_webarena_missing_dependency_names_its_own_extra(monkeypatch: pytest.Mon
 
     real = importlib.util.find_spec
     monkeypatch.setattr(
-        bg.importlib.util, "find_spec", lambda name, *a: None if name == "browsergym.webarena" else real(name, *a)
+        bg.importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "browsergym.webarena" else real(name, *a),
     )
     with pytest.raises(DependencyError) as err:
         bg._import_webarena_task()

@@ -6,6 +6,7 @@ generator, or for TRL from a ``tiny-random`` model that GRPOTrainer really train
 
 from __future__ import annotations
 
+import asyncio
 import importlib.metadata as md
 import re
 import subprocess
@@ -15,7 +16,6 @@ import pytest
 
 from xtree_gym import MinerConfig, Step, Trajectory, mine
 from xtree_gym.adapters.text_env import TextEpisode, episode_bonus, run_sync
-from xtree_gym.agents.generation import ScriptedGenerator
 
 
 def _solution(seed: int) -> list[str]:
@@ -108,37 +108,132 @@ def test_openenv_episode_over_ws_carries_the_bonus(tree):
             body = ws.receive_json()["data"]
         assert body["done"] is True and body["reward"] == 10.0
         obs = body["observation"]
-        assert obs["won"] is True and obs["xtree_bonus"] == episode_bonus(tree, obs["tokens"]) and obs["tokens"]
+        assert (
+            obs["won"] is True and obs["xtree_bonus"] == episode_bonus(tree, obs["tokens"]) and obs["tokens"]
+        )
         ws.send_json({"type": "state"})
         assert ws.receive_json()["data"]["step_count"] == len(_solution(5))
 
 
-def test_verifiers_group_reward_is_eq3(tree):
-    vf = pytest.importorskip(
-        "verifiers", reason="verifiers is not installed: pip install 'xtree_gym[interop]'"
+def _scripted_chat_app(plans: dict[str, list[str]], calls: list[str]):
+    """An OpenAI-compatible ``/v1/chat/completions`` (streaming or not) answering from ``plans``.
+
+    The model cannot run here; this endpoint is the policy: turn k of the conversation whose prompt holds
+    key ``line`` gets ``plans[line][k]``.
+    """
+    import json
+    import time
+
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse, StreamingResponse
+    from starlette.routing import Route
+
+    async def chat(request):
+        body = await request.json()
+        msgs = body["messages"]
+        text_of = "\n".join(str(m.get("content")) for m in msgs)
+        plan = next(p for line, p in plans.items() if line in text_of)
+        k = sum(1 for m in msgs if m["role"] == "assistant")
+        text = plan[min(k, len(plan) - 1)]
+        calls.append(text)
+        head = {"id": f"x{len(calls)}", "created": int(time.time()), "model": body["model"]}
+        usage = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+        if not body.get("stream"):
+            choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+            return JSONResponse(head | {"object": "chat.completion", "choices": [choice], "usage": usage})
+        chunk = head | {"object": "chat.completion.chunk"}
+        events = [
+            chunk
+            | {
+                "choices": [
+                    {"index": 0, "delta": {"role": "assistant", "content": text}, "finish_reason": None}
+                ]
+            },
+            chunk | {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+            chunk | {"choices": [], "usage": usage},
+        ]
+
+        async def stream():
+            for e in events:
+                yield f"data: {json.dumps(e)}\n\n"
+            yield "data: [DONE]\n\n"
+
+        return StreamingResponse(stream(), media_type="text/event-stream")
+
+    return Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+
+
+def test_verifiers_v1_taskset_resolves_by_id():
+    """verifiers finds our taskset, env and task type by id; tasks are seeds with the episode's first prompt."""
+    pytest.importorskip(
+        "verifiers.v1", reason="verifiers>=0.4 is not installed: pip install 'xtree_gym[interop]'"
     )
-    from xtree_gym.adapters.verifiers_env import GeneratorClient, load_environment, run_group
+    from verifiers.v1.utils.loaders import environment_class, load_taskset, task_type
+
+    from xtree_gym.adapters.verifiers_env import XTreeEnv, XTreeTask, XTreeTasksetConfig
+
+    assert (
+        environment_class("xtree-gym-verifiers") is XTreeEnv and task_type("xtree-gym-verifiers") is XTreeTask
+    )
+    cfg = XTreeTasksetConfig(id="xtree-gym-verifiers", num_examples=3, seed=4, harness="rlvmr")
+    tasks = list(load_taskset(cfg).take(2))
+    assert [t.data.info["seed"] for t in tasks] == [4, 5] and [t.data.idx for t in tasks] == [0, 1]
+    ep = TextEpisode("XTree-Countdown-v0", harness="rlvmr")
+    ep.reset(seed=5)
+    system = [m["content"] for m in ep.messages() if m["role"] == "system"]
+    assert tasks[1].data.prompt == ep.user_text() and [tasks[1].data.system_prompt] == (system or [None])
+
+
+@pytest.mark.slow
+def test_verifiers_v1_group_reward_is_eq3(tree, tmp_path, loopback, monkeypatch):
+    """A real verifiers 0.4 episode: its null harness program (a subprocess) asks our scripted endpoint."""
+    vf = pytest.importorskip(
+        "verifiers.v1", reason="verifiers>=0.4 is not installed: pip install 'xtree_gym[interop]'"
+    )
+    from verifiers.v1.harnesses.null import NullHarnessConfig
+
+    from xtree_gym.adapters.verifiers_env import XTreeEnv, XTreeEnvConfig, XTreeTasksetConfig
 
     seed, sol, _ = _first_node_plan(tree)
-    env = load_environment(
-        "XTree-Countdown-v0", num_examples=seed + 1, tree=tree, w_ref=0.4, max_turns=len(sol)
-    )
-    assert isinstance(env, vf.MultiTurnEnv)
-    # Every member replays the solution but never the final op: an all-fail group.
-    scripted = ScriptedGenerator(
-        {(i,): a for i, a in enumerate(sol[:-1])} | {(len(sol) - 1,): "giving up"}, cycle=True
-    )
-    outs = run_group(env, seed, GeneratorClient(scripted), n=2)
+    win = 0 if seed != 0 else 1
+    tree_path = tmp_path / "tree.json"
+    tree.save(str(tree_path))
+    target = {}
+    for s in (seed, win):
+        ep = TextEpisode("XTree-Countdown-v0")
+        target[s] = ep.reset(seed=s).splitlines()[1]  # "Target: N" names the task in the prompt
+    plans = {target[seed]: [*sol[:-1], "giving up"], target[win]: _solution(win)}
+    calls: list[str] = []
+    monkeypatch.setenv("XTREE_TEST_KEY", "unused")
+    with loopback(_scripted_chat_app(plans, calls)) as url:
+        taskset = XTreeTasksetConfig(
+            id="xtree-gym-verifiers", num_examples=max(seed, win) + 1, max_steps=len(sol)
+        )
+        agent = vf.AgentConfig(harness=NullHarnessConfig(id="null"), runtime=vf.SubprocessConfig())
+        env = XTreeEnv(XTreeEnvConfig(taskset=taskset, n=2, tree=str(tree_path), w_ref=0.4, agent=agent))
+        tasks = {t.data.info["seed"]: t for t in env.taskset}
+        client = vf.EvalClientConfig(base_url=f"{url}/v1", api_key_var="XTREE_TEST_KEY")
+        ctx = vf.ModelContext(model="scripted", client=client)
+
+        async def play():
+            async with env.serving():
+                return [await env.run_episode(tasks[s], ctx) for s in (seed, win)]
+
+        lost, won = asyncio.run(asyncio.wait_for(play(), timeout=300))
+    assert not lost.errors and not won.errors and len(lost.traces) == len(won.traces) == 2
+    assert all(t.ok for t in [*lost.traces, *won.traces])
     ep = TextEpisode("XTree-Countdown-v0")
     ep.reset(seed=seed)
     for a in sol[:-1]:
         ep.step(a)
-    expect = 0.75 * episode_bonus(tree, ep.tokens)
-    rewards = [o["reward"] for o in outs]
-    assert rewards == pytest.approx([expect, expect]) and expect > 0
-    # A winning group: λ_g = 0, the reward is the outcome alone.
-    win = ScriptedGenerator({(i,): a for i, a in enumerate(sol)}, cycle=True)
-    assert [o["reward"] for o in run_group(env, seed, GeneratorClient(win), n=2)] == [10.0, 10.0]
+    expect = 0.75 * episode_bonus(tree, ep.tokens)  # an all-fail group: λ_g = λ0
+    assert expect > 0 and [t.reward for t in lost.traces] == pytest.approx([expect, expect])
+    assert [t.rewards["xtree_bonus"].value for t in lost.traces] == pytest.approx([expect, expect])
+    assert [t.info["xtree"]["tokens"] for t in lost.traces] == [ep.tokens, ep.tokens]
+    # a winning group: λ_g = 0, the reward is the outcome alone
+    assert [t.reward for t in won.traces] == [10.0, 10.0]
+    assert [t.metrics["xtree_lambda_g"] for t in won.traces] == [0.0, 0.0]
+    assert calls.count(sol[0]) == 2 and calls.count(_solution(win)[-1]) == 2
 
 
 def test_tinker_group_rewards_add_the_bonus(tree):
@@ -258,7 +353,9 @@ def test_trl_environment_factory_in_grpo_trainer(tree, tmp_path):
     from xtree_gym.adapters.trl_env import XTreeTRLEnv, make_env_bonus_reward
     from xtree_gym.agents.models import tiny_random
 
-    assert Version(transformers.__version__) >= Version("5.2.0"), "environment_factory needs transformers>=5.2"
+    assert Version(transformers.__version__) >= Version("5.2.0"), (
+        "environment_factory needs transformers>=5.2"
+    )
     model, tok = tiny_random(seed=0)
     tok.chat_template = qwen2_5_chat_template  # tool-capable; TRL adds its response parser for it
     lose, lose_plan, _ = _first_node_plan(tree)  # a seed whose solution minus its last op earns a bonus

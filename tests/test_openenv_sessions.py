@@ -8,49 +8,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import socket
-import threading
-import time
-from collections.abc import Iterator
 
 import pytest
 
 pytest.importorskip("openenv.core", reason="openenv-core is not installed: pip install 'xtree_gym[interop]'")
-uvicorn = pytest.importorskip("uvicorn", reason="uvicorn is not installed: pip install 'xtree_gym[interop]'")
 
-import websockets  # noqa: E402
-from openenv.core import GenericEnvClient  # noqa: E402
+import websockets
+from openenv.core import GenericEnvClient
 
-from xtree_gym.adapters.openenv_env import make_app  # noqa: E402
-from xtree_gym.adapters.text_env import TextEpisode  # noqa: E402
+from xtree_gym.adapters.openenv_env import make_app
+from xtree_gym.adapters.text_env import TextEpisode
 
 
 def _solution(seed: int) -> list[str]:
     ep = TextEpisode("XTree-Countdown-v0")
     ep.reset(seed=seed)
     return list(ep.info["solution"])
-
-
-@contextlib.contextmanager
-def serve(app) -> Iterator[str]:
-    """Run ``app`` with uvicorn on a free 127.0.0.1 port in a thread; yield its base URL."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start within 30 s"
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
-        sock.close()
 
 
 async def _play(url: str, seed: int, plan: list[str]) -> tuple[dict, int, str]:
@@ -62,17 +35,19 @@ async def _play(url: str, seed: int, plan: list[str]) -> tuple[dict, int, str]:
         for action in plan:
             result = await client.step({"reply": action})
         state = await client.state()
-        return result.observation | {"done": result.done, "reward": result.reward}, state["step_count"], state[
-            "episode_id"
-        ]
+        return (
+            result.observation | {"done": result.done, "reward": result.reward},
+            state["step_count"],
+            state["episode_id"],
+        )
 
 
-def test_concurrent_clients_each_play_their_own_episode():
+def test_concurrent_clients_each_play_their_own_episode(loopback):
     """Four clients at once, each a different puzzle: no client sees another's state."""
     seeds = [3, 5, 7, 9]
     plans = {s: _solution(s) for s in seeds}
     plans[9] = plans[9][:-1]  # one client stops one op short: it must not be marked won
-    with serve(make_app("XTree-Countdown-v0", max_sessions=4)) as url:
+    with loopback(make_app("XTree-Countdown-v0", max_sessions=4)) as url:
 
         async def everyone() -> list[tuple[dict, int, str]]:
             return await asyncio.wait_for(
@@ -92,7 +67,7 @@ def test_concurrent_clients_each_play_their_own_episode():
     assert [r[0]["done"] for r in results] == [True, True, True, False]
 
 
-def test_session_cap_says_busy_and_frees_on_close():
+def test_session_cap_says_busy_and_frees_on_close(loopback):
     async def scenario(url: str) -> str:
         async with GenericEnvClient(base_url=url) as a, GenericEnvClient(base_url=url) as b:
             await a.reset(seed=0)
@@ -118,12 +93,12 @@ def test_session_cap_says_busy_and_frees_on_close():
             pytest.fail("no session after both clients closed")
         return str(refusal)
 
-    with serve(make_app("XTree-Countdown-v0", max_sessions=2)) as url:
+    with loopback(make_app("XTree-Countdown-v0", max_sessions=2)) as url:
         msg = asyncio.run(asyncio.wait_for(scenario(url), timeout=60))
     assert "server busy" in msg and "2 sessions" in msg and "CAPACITY_REACHED" in msg
 
 
-def test_idle_session_expires_with_a_clear_error():
+def test_idle_session_expires_with_a_clear_error(loopback):
     async def scenario(url: str) -> str:
         async with GenericEnvClient(base_url=url) as client:
             await client.reset(seed=0)
@@ -132,15 +107,15 @@ def test_idle_session_expires_with_a_clear_error():
                 await client.step({"reply": "op(+, 55, 87)"})
             return str(err.value)
 
-    with serve(make_app("XTree-Countdown-v0", max_sessions=1, idle_timeout_s=1.0)) as url:
+    with loopback(make_app("XTree-Countdown-v0", max_sessions=1, idle_timeout_s=1.0)) as url:
         msg = asyncio.run(asyncio.wait_for(scenario(url), timeout=60))
     assert "session expired" in msg and "reconnect" in msg
 
 
-def test_bad_requests_are_4xx_with_a_message_never_500():
+def test_bad_requests_are_4xx_with_a_message_never_500(loopback):
     import httpx
 
-    with serve(make_app("XTree-Countdown-v0")) as url:
+    with loopback(make_app("XTree-Countdown-v0")) as url:
         with httpx.Client(base_url=url, timeout=30) as http:
             before_reset = http.post("/step", json={"action": {"reply": "op(+, 55, 87)"}})
             as_string = http.post("/step", json={"action": "op(+, 55, 87)"})

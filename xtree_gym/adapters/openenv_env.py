@@ -100,7 +100,9 @@ class XTreeOpenEnv(Environment):
         self.started = False
         self._state = State()
 
-    def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> XTreeObservation:
+    def reset(
+        self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
+    ) -> XTreeObservation:
         if seed is None:
             seed, self.next_seed = self.next_seed, self.next_seed + 1
         text = self.episode.reset(seed=int(seed))

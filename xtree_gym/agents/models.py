@@ -214,7 +214,7 @@ def tiny_random(seed: int = 0) -> tuple[Any, Any]:
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     tok = tiny_tokenizer()
-    config = Qwen2Config(
+    config = Qwen2Config(  # type: ignore[call-arg]  # transformers 5 types these kwargs via **kwargs
         vocab_size=len(tok),
         hidden_size=64,
         intermediate_size=128,
