@@ -53,7 +53,7 @@ EXTRA_IMPORTS: dict[str, list[str]] = {
         "xtree_gym.adapters.gem_env",
         "xtree_gym.adapters.tinker_env",
         "xtree_gym_verifiers",
-    ],  # fmt: skip
+    ],
     "columnar": ["pyarrow", "xtree_gym.arrow_io"],
     "bench": ["tokenizers", "psutil"],
     "dev": ["pytest", "hypothesis", "ruff", "mypy", "tokenizers", "psutil", "datasets"],
