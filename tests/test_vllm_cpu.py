@@ -117,3 +117,57 @@ def test_weights_pushed_after_a_grpo_update_match_the_trainer(trainer):
     assert vl_after == pytest.approx(hf_after, abs=2e-3)  # pushed: vLLM follows the trainer
     print(f"\nlogprob shift by the update {shift:.4f}; vLLM vs trainer after it, max |diff| "
           f"{max(abs(a - b) for a, b in zip(vl_after, hf_after)):.2e}")  # fmt: skip
+
+
+def test_server_mode_generates_and_refuses_a_weight_push(tmp_path):
+    """``vllm serve`` on 127.0.0.1: generation by token ids; a weight push is refused with the reason."""
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    from xtree_gym.agents.models import load_model, smollm2_folder
+    from xtree_gym.agents.trainer import push_weights_to_vllm
+    from xtree_gym.agents.types import GenRequest
+    from xtree_gym.agents.vllm import VLLMGenerator
+    from xtree_gym.errors import ConfigError
+
+    folder = str(smollm2_folder())
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = [
+        sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", folder, "--host", "127.0.0.1",
+        "--port", str(port), "--dtype", "float32", "--enforce-eager", "--max-model-len", "2048",
+        "--served-model-name", "smollm2",
+    ]  # fmt: skip
+    log = (tmp_path / "serve.log").open("w")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 900
+        while True:  # bounded: the engine start, then /health answers
+            assert proc.poll() is None, (tmp_path / "serve.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, "vllm serve did not come up in 900 s"
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                time.sleep(2)
+        model, tok = load_model("smollm2", dtype=torch.float32)
+        gen = VLLMGenerator(server_url=f"http://127.0.0.1:{port}", served_model="smollm2", max_new_tokens=12)
+        prompt, _ = _fixed_pair(tok)
+        out = gen.generate([GenRequest(prompt)])[0]
+        assert out.completion_ids and len(out.logprobs) == len(out.completion_ids)
+        again = trainer_logprobs(model, prompt, out.completion_ids)
+        assert again == pytest.approx(out.logprobs, abs=2e-3)  # the server's weights are the checkpoint's
+        with pytest.raises(ConfigError, match="server"):
+            push_weights_to_vllm(gen, model)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()

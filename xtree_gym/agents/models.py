@@ -262,6 +262,15 @@ def load_tokenizer(name_or_path: str) -> Any:
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(str(folder))
+    probe = "Hello world, op(+, 55, 87)\n"
+    if (Path(folder) / "tokenizer.json").is_file() and tok.decode(
+        tok.encode(probe, add_special_tokens=False)
+    ) != probe:
+        # transformers 5 honours the folder's tokenizer_class (the GGUF converter writes LlamaTokenizer for
+        # SmolLM2's byte-level BPE) and re-tokenizes with that class's pre-tokenizer: tokenizer.json is the truth
+        from transformers import PreTrainedTokenizerFast
+
+        tok = PreTrainedTokenizerFast.from_pretrained(str(folder))
     if tok.pad_token is None:  # left padding in batched generation needs one
         tok.pad_token = tok.eos_token
     return tok
