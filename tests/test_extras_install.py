@@ -86,6 +86,10 @@ def test_every_extra_is_listed():
 
 @pytest.mark.parametrize("extra", sorted(EXTRA_IMPORTS))
 def test_extra_installs_alone_and_imports(extra, tmp_path):
+    if extra == "alfworld" and not os.environ.get("XTREE_TEST_ALFWORLD_INSTALL"):
+        pytest.skip(
+            "alfworld compiles C++ from source (over 20 min on 2 cores): set XTREE_TEST_ALFWORLD_INSTALL=1"
+        )
     uv = _uv()
     venv = tmp_path / "venv"
     py = f"{sys.version_info.major}.{sys.version_info.minor}"
