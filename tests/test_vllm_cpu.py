@@ -37,7 +37,7 @@ def trainer(tmp_path_factory):
 
     cfg = GRPOConfig(
         env="XTree-Countdown-v0", model="smollm2", dtype="float32", backend="vllm", vllm_kwargs=dict(ENGINE),
-        steps=1, tasks_per_step=2, n=2, max_new_tokens=24, max_steps=3, oracle_mix=0.5, lr=3e-4,
+        steps=1, tasks_per_step=1, n=2, max_new_tokens=16, max_steps=2, oracle_mix=0.5, lr=3e-4,
         kl_coef=0.0, output_dir=str(tmp_path_factory.mktemp("vllm_run")), progress=False, tensorboard=False,
         seed=0,
     )  # fmt: skip
