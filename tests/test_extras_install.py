@@ -32,7 +32,15 @@ EXTRA_IMPORTS: dict[str, list[str]] = {
     "alfworld": ["textworld", "alfworld", "xtree_gym.envs.alfworld"],
     "render": ["matplotlib", "xtree_gym.render.figures"],
     "minigrid": ["minigrid"],
-    "train": ["torch", "transformers", "accelerate", "safetensors", "gguf", "gymnasium", "xtree_gym.agents.rollout"],
+    "train": [
+        "torch",
+        "transformers",
+        "accelerate",
+        "safetensors",
+        "gguf",
+        "gymnasium",
+        "xtree_gym.agents.rollout",
+    ],
     "interop": [
         "gymnasium",
         "trl",

@@ -105,7 +105,7 @@ def push_weights_to_vllm(gen: Any, model: Any) -> None:
             fix="set VLLM_ENABLE_V1_MULTIPROCESSING=0, or use backend 'hf'",
         )
     weights = ((k, v.detach()) for k, v in model.state_dict().items())
-    inner = getattr(worker, "worker", worker)
+    inner: Any = getattr(worker, "worker", worker)
     if hasattr(inner, "reload_weights"):
         inner.reload_weights(weights_iterator=weights, is_checkpoint_format=True)
     else:
