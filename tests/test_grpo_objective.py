@@ -232,7 +232,7 @@ def test_opsd_banks_xtree_scrambled_empty_file(tmp_path) -> None:
     class Tok:
         chat_template = "x"
 
-        def apply_chat_template(self, msgs, tokenize=True):
+        def apply_chat_template(self, msgs, tokenize=True, return_dict=False):
             return [len(m["content"]) for m in msgs]
 
     assert card_prefix_ids(Tok(), "abc") == [3]  # the card goes in as one system turn

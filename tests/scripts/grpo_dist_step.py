@@ -40,6 +40,7 @@ def batch(tokenizer) -> list[Episode]:
                     [{"role": "user", "content": f"task {g} turn {k}: boil water"}],
                     add_generation_prompt=True,
                     tokenize=True,
+                    return_dict=False,
                 )
                 comp = tokenizer.encode(TEXTS[(g * 2 + m + k) % len(TEXTS)], add_special_tokens=False)
                 turns.append(Turn(list(prompt), comp, [0.0] * len(comp), "", "a", "", token=f"t{k}<x>"))

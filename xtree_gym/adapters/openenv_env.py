@@ -1,14 +1,24 @@
-"""OpenEnv adapter: one of our envs behind OpenEnv's ``Environment`` server interface.
+"""OpenEnv adapter (``openenv-core`` 0.3): one of our envs behind OpenEnv's ``Environment`` server.
 
 OpenEnv serves an ``Environment`` (``reset() -> Observation``, ``step(Action) -> Observation``,
-``state``) over HTTP with ``create_fastapi_app``; TRL, Unsloth and others are its clients.
-:class:`XTreeOpenEnv` wraps a :class:`~xtree_gym.adapters.text_env.TextEpisode`: an action is
-the model's reply (``XTreeAction(reply=...)``), an observation its text plus reward, done, and
-the canonical token (``token``), and on the last step ``won``, ``tokens`` and ``xtree_bonus``
-(OpenEnv's HTTP server drops ``metadata``, so these are fields). Both the 0.1 package layout (``openenv_core``) and the newer
-one (``openenv.core``) are accepted. Like every single-env interface it cannot see a group: with
-a ``tree`` the final observation's ``xtree_bonus`` holds Σ b_v for the client to
-weight by its group's λ_g (:func:`~xtree_gym.adapters.text_env.group_bonus_rewards`).
+``state``) with FastAPI; TRL, Unsloth and others are its clients. :class:`XTreeOpenEnv` wraps a
+:class:`~xtree_gym.adapters.text_env.TextEpisode`: an action is the model's reply
+(``XTreeAction(reply=...)``), an observation its text plus reward, done, and the canonical token
+(``token``), and on the last step ``won``, ``tokens`` and ``xtree_bonus`` (fields, since OpenEnv's
+server drops ``metadata``). Actions, observations and state are pydantic models, as 0.2+ wants.
+
+**Sessions.** :func:`make_app` hands OpenEnv a *factory*, so every ``/ws`` connection gets its
+own env (OpenEnv's session): per-session state, at most ``max_sessions`` at once (one more is
+refused with a "server busy" error), and a session idle for ``idle_timeout_s`` is closed. A
+multi-turn episode therefore runs over ``/ws`` (OpenEnv's ``EnvClient``/``GenericEnvClient``);
+HTTP ``/reset`` and ``/step`` build a fresh env per request (OpenEnv's design), so an HTTP
+``/step`` is a step before reset: answered 409 with that explanation. Bad input is a 4xx with a
+message, never a bare 500: a string ``action`` or an unknown field 422 (pydantic), step before
+reset or after the end 409 (on ``/ws``: an error message, the session stays usable).
+
+Like every single-env interface it cannot see a group: with a ``tree`` the final observation's
+``xtree_bonus`` holds Σ b_v for the client to weight by its group's λ_g
+(:func:`~xtree_gym.adapters.text_env.group_bonus_rewards`).
 
 Example:
     >>> env = XTreeOpenEnv("XTree-Countdown-v0", seed=0)
@@ -22,27 +32,39 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import uuid
-from dataclasses import dataclass, field
 from typing import Any
 
-try:  # openenv-core 0.1.x
-    from openenv_core.env_server import Action, Environment, Observation, State, create_fastapi_app
-except ImportError:  # openenv-core >= 0.2
-    from openenv.core.env_server import Action, Environment, Observation, State, create_fastapi_app
+from openenv.core.env_server import (
+    Action,
+    ConcurrencyConfig,
+    Environment,
+    HTTPEnvServer,
+    Observation,
+    SessionCapacityError,
+    State,
+)
+from pydantic import Field
 
+from ..errors import EnvConfigError, XTreeError
 from ..tree import XTree
 from .text_env import TextEpisode, episode_bonus
 
+OPENENV_VERSION = "0.3.0"
+"""The ``openenv-core`` release this adapter is tested against (the ``interop`` pin)."""
 
-@dataclass(kw_only=True)
+
+class EpisodeStateError(EnvConfigError):
+    """A step the episode cannot take now: before ``reset``, or after it ended (HTTP 409)."""
+
+
 class XTreeAction(Action):
     """The model's reply for one turn."""
 
-    reply: str
+    reply: str = Field(description="The model's reply; the harness (or its last line) gives the action")
 
 
-@dataclass(kw_only=True)
 class XTreeObservation(Observation):
     """What the model reads next, plus the step's reward and end flag (``done``/``reward`` inherited)."""
 
@@ -51,14 +73,16 @@ class XTreeObservation(Observation):
     """Canonical token of the action just executed (``None`` if the reply did not parse)."""
     invalid: bool = False
     won: bool = False
-    tokens: list[str] = field(default_factory=list)
+    tokens: list[str] = Field(default_factory=list)
     """Every executed token of the episode, filled on the final observation."""
     xtree_bonus: float | None = None
     """Σ b_v of the episode (final observation, with a tree): weight it by the group's λ_g."""
 
 
 class XTreeOpenEnv(Environment):
-    """``gym.make(env_id)`` as an OpenEnv environment; each :meth:`reset` uses the next seed."""
+    """``gym.make(env_id)`` as an OpenEnv environment; a :meth:`reset` without a seed uses the next one."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True  # each session owns its TextEpisode; nothing is shared
 
     def __init__(
         self,
@@ -73,21 +97,30 @@ class XTreeOpenEnv(Environment):
         self.episode = TextEpisode(env_id, harness=harness, **kwargs)
         self.tree = XTree.load(tree) if isinstance(tree, str) else tree
         self.next_seed = seed
+        self.started = False
         self._state = State()
 
-    def reset(self) -> XTreeObservation:
-        text = self.episode.reset(seed=self.next_seed)
-        self._state = State(
-            episode_id=f"{self.episode.env_id}/{self.next_seed}/{uuid.uuid4().hex[:8]}", step_count=0
-        )
-        self.next_seed += 1
+    def reset(
+        self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
+    ) -> XTreeObservation:
+        if seed is None:
+            seed, self.next_seed = self.next_seed, self.next_seed + 1
+        text = self.episode.reset(seed=int(seed))
+        self.started = True
+        eid = episode_id or f"{self.episode.env_id}/{seed}/{uuid.uuid4().hex[:8]}"
+        self._state = State(episode_id=eid, step_count=0)
         return XTreeObservation(text=text, done=False, reward=0.0, metadata={"goal": self.episode.goal})
 
-    def step(self, action: Action) -> XTreeObservation:
-        reply = getattr(action, "reply", None)
-        if reply is None:
-            reply = str(getattr(action, "metadata", {}).get("reply", ""))
-        s = self.episode.step(str(reply))
+    def step(self, action: Action, timeout_s: float | None = None, **kwargs: Any) -> XTreeObservation:
+        if not self.started:
+            raise EpisodeStateError(
+                "step before reset: this env has no episode yet",
+                fix="reset first; over HTTP every request gets a fresh env, so play an episode over "
+                "the /ws session (OpenEnv's EnvClient) instead of /step",
+            )
+        if self.episode.done:
+            raise EpisodeStateError("step after the episode ended", fix="reset to start the next episode")
+        s = self.episode.step(str(getattr(action, "reply", "")))
         self._state.step_count += 1
         obs = XTreeObservation(
             text=self.episode.user_text(), done=self.episode.done, reward=s.reward, token=s.token,
@@ -105,7 +138,70 @@ class XTreeOpenEnv(Environment):
     def state(self) -> State:
         return self._state
 
+    def close(self) -> None:
+        self.episode.close()
 
-def make_app(env_id: str, **kwargs: Any) -> Any:
-    """A FastAPI app serving ``XTreeOpenEnv(env_id, **kwargs)`` (run it with uvicorn)."""
-    return create_fastapi_app(XTreeOpenEnv(env_id, **kwargs), XTreeAction, XTreeObservation)
+
+class _SessionServer(HTTPEnvServer):  # type: ignore[misc]
+    """OpenEnv's server, with a capacity error that says "busy" and an expired session that says so."""
+
+    async def _run_in_session_executor(self, session_id: str, func: Any, *args: Any, **kwargs: Any) -> Any:
+        if session_id not in self._sessions:  # the idle reaper closed it (and its env) meanwhile
+            raise EpisodeStateError(
+                f"session expired: idle for more than {self._session_idle_timeout_s:g} s, its env was closed",
+                fix="open a new session (reconnect) and reset",
+            )
+        return await super()._run_in_session_executor(session_id, func, *args, **kwargs)
+
+    async def _create_session(self) -> Any:
+        try:
+            return await super()._create_session()
+        except SessionCapacityError as exc:
+            raise SessionCapacityError(
+                exc.active_sessions,
+                exc.max_sessions,
+                f"server busy: all {exc.max_sessions} sessions are in use; retry later, or start the "
+                "server with a larger max_sessions",
+            ) from exc
+
+
+def make_app(
+    env_id: str,
+    *,
+    max_sessions: int = 8,
+    idle_timeout_s: float | None = 600.0,
+    tree: XTree | str | None = None,
+    **kwargs: Any,
+) -> Any:
+    """A FastAPI app serving ``XTreeOpenEnv(env_id, **kwargs)``, one env per ``/ws`` session.
+
+    Args:
+        env_id: the gym id every session plays.
+        max_sessions: sessions open at once; one more is refused ("server busy").
+        idle_timeout_s: a session with no message for this long is closed (``None``: never).
+            OpenEnv checks every ``max(idle_timeout_s / 4, 5)`` seconds.
+        tree: an X-Tree (or its path) for the final observation's ``xtree_bonus``; loaded once.
+        kwargs: for :class:`XTreeOpenEnv` (``seed``, ``harness``, ``env_kwargs``, ``max_steps``).
+
+    Run it with ``uvicorn`` (``uvicorn.run(make_app(...), host="127.0.0.1")``).
+    """
+    from fastapi import FastAPI, Request
+    from fastapi.responses import JSONResponse
+
+    if isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1:
+        raise EnvConfigError(f"max_sessions = {max_sessions!r}", fix="use an int >= 1")
+    if idle_timeout_s is not None and not idle_timeout_s > 0:
+        raise EnvConfigError(f"idle_timeout_s = {idle_timeout_s!r}", fix="use seconds > 0, or None")
+    loaded = XTree.load(tree) if isinstance(tree, str) else tree
+    factory = functools.partial(XTreeOpenEnv, env_id, tree=loaded, **kwargs)
+    factory().close()  # a bad env id or argument fails here, once, not in every session
+    app = FastAPI(title=f"xtree_gym OpenEnv server: {env_id}")
+    limits = ConcurrencyConfig(max_concurrent_envs=max_sessions, session_timeout=idle_timeout_s)
+    _SessionServer(factory, XTreeAction, XTreeObservation, concurrency_config=limits).register_routes(app)
+
+    async def xtree_error(request: Request, exc: Exception) -> JSONResponse:
+        code = 409 if isinstance(exc, EpisodeStateError) else 400
+        return JSONResponse(status_code=code, content={"detail": str(exc)})
+
+    app.add_exception_handler(XTreeError, xtree_error)
+    return app

@@ -30,8 +30,10 @@ from .text_env import TextEpisode, episode_bonus, group_bonus_rewards
 
 
 def _prompt_ids(tokenizer: Any, messages: list[dict[str, str]]) -> list[int]:
-    ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
-    return list(ids["input_ids"] if isinstance(ids, dict) else ids)
+    ids = tokenizer.apply_chat_template(
+        messages, add_generation_prompt=True, tokenize=True, return_dict=False
+    )
+    return [int(i) for i in ids]
 
 
 class XTreeTinkerEnv(Env):

@@ -215,7 +215,7 @@ def tiny_random(seed: int = 0, attn: str | None = None) -> tuple[Any, Any]:
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     tok = tiny_tokenizer()
-    config = Qwen2Config(
+    config = Qwen2Config(  # type: ignore[call-arg]  # transformers 5 types these kwargs via **kwargs
         vocab_size=len(tok),
         hidden_size=64,
         intermediate_size=128,
@@ -313,6 +313,17 @@ def load_tokenizer(name_or_path: str) -> Any:
         tok = AutoTokenizer.from_pretrained(source, local_files_only=local)
     except OSError as exc:
         raise _hub_error(name_or_path, exc) from exc
+    probe = "Hello world, op(+, 55, 87)\n"
+    if (
+        local
+        and (Path(source) / "tokenizer.json").is_file()
+        and tok.decode(tok.encode(probe, add_special_tokens=False)) != probe
+    ):
+        # transformers 5 honours the folder's tokenizer_class (the GGUF converter writes LlamaTokenizer for
+        # SmolLM2's byte-level BPE) and re-tokenizes with that class's pre-tokenizer: tokenizer.json is the truth
+        from transformers import PreTrainedTokenizerFast
+
+        tok = PreTrainedTokenizerFast.from_pretrained(source, local_files_only=True)
     if tok.pad_token is None:  # left padding in batched generation needs one
         tok.pad_token = tok.eos_token
     return tok

@@ -108,9 +108,10 @@ def card_prefix_ids(tokenizer: Any, card: str) -> list[int]:
         [97, 98, 10, 10]
     """
     if getattr(tokenizer, "chat_template", None):
-        ids = tokenizer.apply_chat_template([{"role": "system", "content": card}], tokenize=True)
-        if isinstance(ids, dict):  # BatchEncoding from newer transformers
-            ids = ids["input_ids"]
+        # return_dict=False: transformers 5 returns a BatchEncoding by default (4.x: the id list)
+        ids = tokenizer.apply_chat_template(
+            [{"role": "system", "content": card}], tokenize=True, return_dict=False
+        )
         return [int(x) for x in ids]
     return [int(x) for x in tokenizer.encode(card + "\n\n", add_special_tokens=False)]
 

