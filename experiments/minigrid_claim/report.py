@@ -217,7 +217,8 @@ def table(cfg: ClaimConfig, results: dict[str, Any]) -> str:
         cells = [f"{f['mean_diff']:+.3f} ({f['ahead']}/{f['tied']}/{f['behind']}, p={f['p']:.3g})"]
         cells += [f"{c[k]['mean_diff']:+.3f} (p={c[k]['p']:.3g})" for k in ("eval", "auc")]
         cells += [
-            f"{-c[f'to_{t:g}']['mean_diff']:+.0f} (p={c[f'to_{t:g}']['p']:.3g})" for t in cfg.thresholds
+            f"{0.0 - c[f'to_{t:g}']['mean_diff'] + 0.0:+.0f} (p={c[f'to_{t:g}']['p']:.3g})"
+            for t in cfg.thresholds
         ]
         lines.append(f"| {c['n']} | {c['arm']} | {c['vs']} | {c['seeds']} | " + " | ".join(cells)
                      + f" | {verdict(c, 'eval')} |")  # fmt: skip
@@ -225,9 +226,21 @@ def table(cfg: ClaimConfig, results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _random_tree_text(tr: dict[str, Any]) -> str:
+    rt = tr["random_tree"]["per_seed"]
+    if not rt:
+        return "not run"
+    same = all(v["length_histogram"] == tr["xtree"]["length_histogram"] for v in rt.values())
+    draws = (
+        "one draw shared by every seed"
+        if tr["random_tree"]["mode"] == "closest"
+        else f"{len(rt)} draws, one per seed"
+    )
+    return f"{draws}, length histogram {'equal to' if same else 'differing from'} the X-Tree's"
+
+
 def _inputs(cfg: ClaimConfig, results: dict[str, Any]) -> list[str]:
     tr, c, t, sp = results["trees"], results["corpus"], results["timing"], results["split"]
-    rt = tr["random_tree"]["per_seed"]
     held = (f"held-out layouts: training seeds from {sp['train_seed_count']} seeds over {sp['train_layouts']} "
             f"layouts, evaluation on {sp['eval_layouts']} other layouts ({sp['shared_layouts']} shared)"
             if sp["heldout"] == "layouts" else "held-out seeds 20000+ (layouts may repeat training ones)")  # fmt: skip
@@ -235,16 +248,7 @@ def _inputs(cfg: ClaimConfig, results: dict[str, Any]) -> list[str]:
         f"Mining corpus: {c['episodes']} scripted-solver episodes ({c['successes']} successes), mean length "
         f"{c['mean_length']:.1f}. X-Tree: {tr['xtree']['nodes']} nodes, lengths {tr['xtree']['length_histogram']}, "
         f"largest reachable Σ b_v {tr['xtree']['max_episode_bonus']:.1f}. Random tree ({tr['random_tree']['mode']}): "
-        + (
-            f"{len(rt)} draws, one per seed, lengths "
-            + (
-                "all equal to the X-Tree's"
-                if all(v["length_histogram"] == tr["xtree"]["length_histogram"] for v in rt.values())
-                else "differing"
-            )
-            if rt
-            else "not run"
-        )
+        + _random_tree_text(tr)
         + ". Subgoal shaping: "
         + f"{', '.join(tr['subgoal']['subgoals'])}, {tr['subgoal']['value_each']:.2f} each. {held}.",
         "",
@@ -305,10 +309,12 @@ def write_curves(folder: Path, runs: list[dict[str, Any]]) -> None:
         atomic_write_text(folder / f"{r['arm']}-n{r['n']}-s{r['seed']}.csv", "\n".join(rows) + "\n")
 
 
-def write_report(cfg: ClaimConfig, results: dict[str, Any], out_dir: Path) -> None:
+def write_report(
+    cfg: ClaimConfig, results: dict[str, Any], out_dir: Path, argv: list[str] | None = None
+) -> None:
     """``table.md``, ``curves.png`` and ``provenance.json`` in ``out_dir`` (adds ``comparisons`` to results)."""
     results.setdefault("comparisons", compare(cfg, results["runs"]))
     atomic_write_text(out_dir / "table.md", table(cfg, results))
     figure(cfg, results, out_dir / "curves.png")
-    write_provenance(out_dir, "experiments.minigrid_claim", results["config"])
+    write_provenance(out_dir, "experiments.minigrid_claim", results["config"], argv)
     assert all(math.isfinite(r["lambda_g_mean"]) for r in results["summary"])

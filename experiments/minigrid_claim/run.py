@@ -188,7 +188,12 @@ def _tree_for(arm: str, seed: int, prep: dict[str, Any]) -> dict[str, Any] | Non
 
 
 def run_all(
-    cfg: ClaimConfig, out_dir: Path, *, progress: bool = True, resume: bool = False
+    cfg: ClaimConfig,
+    out_dir: Path,
+    *,
+    progress: bool = True,
+    resume: bool = False,
+    argv: list[str] | None = None,
 ) -> dict[str, Any]:
     """The whole check; writes ``out_dir`` and returns the results dict.
 
@@ -243,7 +248,7 @@ def run_all(
         if cfg.random_tree_mode == "closest":
             break
     atomic_write_text(out_dir / "results.json", json.dumps(results, indent=1) + "\n")
-    write_report(cfg, results, out_dir)
+    write_report(cfg, results, out_dir, argv)
     return results
 
 
@@ -313,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.grid:
             default = f"results/minigrid_claim_{a.env or 'doorkey5'}"
         out = Path(a.out or default)
-        res = run_all(cfg, out, resume=a.resume)
+        res = run_all(cfg, out, resume=a.resume, argv=sys.argv[1:] if argv is None else list(argv))
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
