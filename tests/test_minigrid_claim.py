@@ -148,7 +148,10 @@ def test_subgoal_value_is_on_the_xtree_scale(corpus_and_trees) -> None:
     mean = sum(sequence_bonus(tree, [s.token for s in t.steps]).total for t in wins) / len(wins)
     assert v == pytest.approx(mean / 2) and v > 0
     solved = [t for t in wins if {"pickup<key>", "toggle<door>"} <= {s.token for s in t.steps}]
-    assert solved and subgoal_bonus([s.token for s in solved[0].steps], v, ("pickup<key>", "toggle<door>")) == 2 * v
+    assert (
+        solved
+        and subgoal_bonus([s.token for s in solved[0].steps], v, ("pickup<key>", "toggle<door>")) == 2 * v
+    )
 
 
 def test_layout_split_is_disjoint() -> None:
@@ -179,7 +182,12 @@ def test_sign_flip_and_thresholds_by_hand() -> None:
     assert sign_flip_p([0.0, 0.0]) == 1.0
     r = {"curve": {"success": [0.0, 0.2, 0.2, 0.4, 0.6]}, "episodes_per_update": 16, "eval_success": 0.5}
     m = run_metrics(r, 2, (0.1, 0.3))  # moving(2): 0, .1, .2, .3, .5
-    assert (m["to_0.1"], m["to_0.3"], m["final"], m["auc"]) == (32, 64, pytest.approx(0.5), pytest.approx(0.28))
+    assert (m["to_0.1"], m["to_0.3"], m["final"], m["auc"]) == (
+        32,
+        64,
+        pytest.approx(0.5),
+        pytest.approx(0.28),
+    )
 
 
 def test_in_loop_tree_mines_only_own_rollouts() -> None:
@@ -215,7 +223,10 @@ def test_command_line_options(tmp_path, capsys) -> None:
     for arm in ARMS:
         lines = (out / "curves" / f"{arm}-n2-s3.csv").read_text().splitlines()
         assert lines[0].startswith("episodes,success,lambda_g") and len(lines) == 1 + SMOKE.updates
-    assert {(c["arm"], c["vs"]) for c in res["comparisons"]} >= {("xtree_gated", "outcome"), ("subgoal", "xtree")}
+    assert {(c["arm"], c["vs"]) for c in res["comparisons"]} >= {
+        ("xtree_gated", "outcome"),
+        ("subgoal", "xtree"),
+    }
     prov = json.loads((out / "provenance.json").read_text())
     assert prov["config"]["arms"] == list(ARMS) and "--seeds" in prov["command"]
     assert prov["commit"] is None or len(prov["commit"]) == 40
