@@ -225,15 +225,24 @@ def code_commit() -> dict[str, Any]:
     return {"commit": head, "dirty": None if status is None else bool(status)}
 
 
-def write_provenance(out_dir: Path, module: str, config: Any, argv: Sequence[str] | None = None) -> Path:
-    """``out_dir/provenance.json``: the commit, the command and the config that produced the folder."""
+def write_provenance(
+    out_dir: Path,
+    module: str,
+    config: Any,
+    argv: Sequence[str] | None = None,
+    code: dict[str, Any] | None = None,
+) -> Path:
+    """``out_dir/provenance.json``: the commit, the command and the config that produced the folder.
+
+    ``code`` is :func:`code_commit` taken when the work started (default: now).
+    """
     cfg = (
         dataclasses.asdict(config)
         if dataclasses.is_dataclass(config) and not isinstance(config, type)
         else config
     )
     rec = {
-        **code_commit(),
+        **(code or code_commit()),
         "command": " ".join(["python -m", module, *(sys.argv[1:] if argv is None else argv)]),
         "config": cfg,
         "written_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -20,7 +20,10 @@ from xtree_gym.rewards import group_rewards
 
 
 def test_eq3_mode_is_eq3_exactly() -> None:
-    cases = [([0, 0, 0], [4.0, 1.5, 0.0], [False] * 3), ([1, 0, 0.5], [2.0, 9.0, 1.0], [True, False, True])]
+    cases: list[tuple[list[float], list[float], list[bool]]] = [
+        ([0, 0, 0], [4.0, 1.5, 0.0], [False] * 3),
+        ([1, 0, 0.5], [2.0, 9.0, 1.0], [True, False, True]),
+    ]
     for outcomes, bonuses, won in cases:
         for w_ref in (0.4, 0.85):
             got, _ = shaped_group_rewards(outcomes, bonuses, won, w_ref=w_ref)
@@ -97,14 +100,16 @@ def test_shaping_xtree_rewards_takes_the_mode() -> None:
 
     eps = [Episode(str(i), "env", "x", "g", 0, i // 2, i) for i in range(4)]
     eps[0].success, eps[0].reward = True, 1.0  # group 0 mixed, group 1 all-fail
-    kw = {"invalid_penalty": 0.1, "lambda0": 0.75, "w_ref": 0.4}
-    eq3 = xtree_rewards(eps, [2.0, 2.0, 2.0, 0.0], **kw)
+    b = [2.0, 2.0, 2.0, 0.0]
+    eq3 = xtree_rewards(eps, b, invalid_penalty=0.1, lambda0=0.75, w_ref=0.4)
     assert eq3.rewards == [1.0, 0.0, 1.5, 0.0] and eq3.lambdas == [0.0, 0.0, 0.75, 0.75]
-    gated = xtree_rewards(eps, [2.0, 2.0, 2.0, 0.0], mode="gated", **kw)
+    gated = xtree_rewards(eps, b, invalid_penalty=0.1, lambda0=0.75, w_ref=0.4, mode="gated")
     assert gated.rewards == [1.0, 0.0, 1.5, 0.0]
-    norm = xtree_rewards(eps, [2.0, 2.0, 2.0, 0.0], mode="normalized", max_bonus=4.0, margin=0.5, **kw)
+    norm = xtree_rewards(
+        eps, b, invalid_penalty=0.1, lambda0=0.75, w_ref=0.4, mode="normalized", max_bonus=4.0, margin=0.5
+    )
     assert norm.rewards == [1.0, 0.0, 0.25, 0.0]
-    ann = xtree_rewards(eps, [2.0, 2.0, 2.0, 0.0], mode="annealed", progress=0.75, **kw)
+    ann = xtree_rewards(eps, b, invalid_penalty=0.1, lambda0=0.75, w_ref=0.4, mode="annealed", progress=0.75)
     assert ann.rewards == pytest.approx([1.0, 0.0, 0.375, 0.0])
 
 

@@ -20,8 +20,8 @@ CHEAP = ("figure5_tiling", "table5_mining_size", "table6_trees", "tables13_14_ca
 REDUCED = {"minigrid_claim_reduced": "minigrid_claim.run"}
 """Reduced committed results of expensive experiments: folder -> experiment module."""
 NEEDS_WEBSHOP = {"table5_mining_size", "table6_trees", "tables13_14_case_study"}
-VOLATILE = {"machine", "timing", "seconds", "cpu_seconds", "cpu_seconds_per_run", "wall_seconds"}
-"""Keys that record the machine and the clock, not the result."""
+VOLATILE = {"code", "machine", "timing", "seconds", "cpu_seconds", "cpu_seconds_per_run", "wall_seconds"}
+"""Keys that record the commit, the machine and the clock, not the result."""
 
 
 def stable(x: Any) -> Any:

@@ -89,14 +89,17 @@ def layout_split(env_id: str, max_steps: int, train_pool: int, eval_episodes: in
     import gymnasium as gym
 
     env = gym.make(env_id, max_steps=max_steps, disable_env_checker=True)
-    train, train_keys = [], set()
+    train: list[int] = []
+    train_keys: set[str] = set()
     for s in range(train_pool):
         env.reset(seed=s)
         key = layout_key(env)
         if not eval_side(key):
             train.append(s)
             train_keys.add(key)
-    evals, eval_keys, s = [], set(), 20_000
+    evals: list[int] = []
+    eval_keys: set[str] = set()
+    s = 20_000
     while len(evals) < eval_episodes and s < 20_000 + 200 * eval_episodes:
         env.reset(seed=s)
         key = layout_key(env)

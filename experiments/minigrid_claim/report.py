@@ -316,5 +316,5 @@ def write_report(
     results.setdefault("comparisons", compare(cfg, results["runs"]))
     atomic_write_text(out_dir / "table.md", table(cfg, results))
     figure(cfg, results, out_dir / "curves.png")
-    write_provenance(out_dir, "experiments.minigrid_claim", results["config"], argv)
+    write_provenance(out_dir, "experiments.minigrid_claim", results["config"], argv, results.get("code"))
     assert all(math.isfinite(r["lambda_g_mean"]) for r in results["summary"])

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from experiments._results import code_commit
 from xtree_gym._io import atomic_write_text
 from xtree_gym.bonus_modes import max_episode_bonus
 from xtree_gym.config import MinerConfig
@@ -203,6 +204,7 @@ def run_all(
     import minigrid  # noqa: F401  (registers the MiniGrid envs)
 
     t0 = time.perf_counter()
+    code = code_commit()  # the code the runs start from (provenance.json)
     prep = _prepare(cfg)
     out_dir.mkdir(parents=True, exist_ok=True)
     log = out_dir / "runs.jsonl"
@@ -227,6 +229,7 @@ def run_all(
     write_curves(out_dir / "curves", runs)
     results = {
         "config": conf,
+        "code": code,
         **prep["info"],
         "summary": summarize(cfg, runs),
         "comparisons": compare(cfg, runs),
