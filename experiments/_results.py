@@ -158,6 +158,7 @@ def experiment_main(
     try:
         cfg = apply_overrides(smoke if a.smoke else full, a.set)
         run(cfg, out)
+        write_provenance(out, f"experiments.{name}", cfg, list(argv) if argv is not None else None)
     except XTreeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -203,3 +204,50 @@ def provenance(cfg: Any, t0: float) -> dict[str, Any]:
         else cfg,
         "machine": {**machine(), "wall_seconds": round(time.perf_counter() - t0, 2)},
     }
+
+
+def code_commit() -> dict[str, Any]:
+    """The git commit of the code in the working directory and whether tracked code differs from it.
+
+    ``dirty`` ignores ``results/`` (a re-run rewrites it). ``None`` values when git is unavailable.
+    """
+    import subprocess
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", *args], capture_output=True, text=True, timeout=30, check=True)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip()
+
+    head = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results")
+    return {"commit": head, "dirty": None if status is None else bool(status)}
+
+
+def write_provenance(
+    out_dir: Path,
+    module: str,
+    config: Any,
+    argv: Sequence[str] | None = None,
+    code: dict[str, Any] | None = None,
+) -> Path:
+    """``out_dir/provenance.json``: the commit, the command and the config that produced the folder.
+
+    ``code`` is :func:`code_commit` taken when the work started (default: now).
+    """
+    cfg = (
+        dataclasses.asdict(config)
+        if dataclasses.is_dataclass(config) and not isinstance(config, type)
+        else config
+    )
+    rec = {
+        **(code or code_commit()),
+        "command": " ".join(["python -m", module, *(sys.argv[1:] if argv is None else argv)]),
+        "config": cfg,
+        "written_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": machine(),
+    }
+    path = out_dir / "provenance.json"
+    atomic_write_text(path, json.dumps(rec, indent=1, default=_json_default) + "\n")
+    return path

@@ -115,3 +115,118 @@ def test_random_tree_lengths_follow_the_request(corpus_and_trees) -> None:
     d_plain = sum(_hist_distance(length_histogram(t), length_histogram(tree)) for t in plain)
     assert d_asked < d_plain
     assert asked[0].extra["control"]["lengths"] == want
+
+
+# --- issue 23: controls, bonus-mode arms, held-out layouts, metrics, command line
+
+
+def test_exact_random_tree_per_seed(corpus_and_trees) -> None:
+    """Node count and length histogram exactly the X-Tree's; a different draw per seed; no success filter."""
+    from experiments.minigrid_claim.controls import exact_random_tree
+    from xtree_gym.config import MinerConfig
+
+    corpus, tree, _, _ = corpus_and_trees
+    cfg = MinerConfig(**SMOKE.miner)
+    assert cfg.min_succ == 0.0  # the candidate rule filters nothing by success
+    a, b = (exact_random_tree(corpus, tree, cfg, seed=s, tries=400) for s in (100, 101))
+    for t in (a, b):
+        assert len(t) == len(tree) and length_histogram(t) == length_histogram(tree)
+    assert [n.expansion for n in a.nodes] != [n.expansion for n in b.nodes]
+    again = exact_random_tree(corpus, tree, cfg, seed=100, tries=400)
+    assert [n.expansion for n in again.nodes] == [n.expansion for n in a.nodes]  # same seed, same tree
+    with pytest.raises(ConfigError, match="no random tree matched"):
+        exact_random_tree(corpus, tree, cfg, seed=100, tries=0)
+
+
+def test_subgoal_value_is_on_the_xtree_scale(corpus_and_trees) -> None:
+    from experiments.minigrid_claim.controls import subgoal_bonus, subgoal_value
+    from xtree_gym.rewards import sequence_bonus
+
+    corpus, tree, _, _ = corpus_and_trees
+    v = subgoal_value(corpus, tree, 2)
+    wins = [t for t in corpus if t.success]
+    mean = sum(sequence_bonus(tree, [s.token for s in t.steps]).total for t in wins) / len(wins)
+    assert v == pytest.approx(mean / 2) and v > 0
+    solved = [t for t in wins if {"pickup<key>", "toggle<door>"} <= {s.token for s in t.steps}]
+    assert (
+        solved
+        and subgoal_bonus([s.token for s in solved[0].steps], v, ("pickup<key>", "toggle<door>")) == 2 * v
+    )
+
+
+def test_layout_split_is_disjoint() -> None:
+    import gymnasium as gym
+
+    from experiments.minigrid_claim.controls import layout_key, layout_split
+
+    got = layout_split("MiniGrid-DoorKey-5x5-v0", 30, 300, 8)
+    assert got["shared_layouts"] == 0 and len(got["eval_seeds"]) == 8
+    env = gym.make("MiniGrid-DoorKey-5x5-v0", max_steps=30)
+    keys = {}
+    for group in ("train_seeds", "eval_seeds"):
+        found = set()
+        for s in got[group]:
+            env.reset(seed=s)
+            found.add(layout_key(env))
+        keys[group] = found
+    assert keys["train_seeds"].isdisjoint(keys["eval_seeds"])
+    assert min(got["eval_seeds"]) >= 20_000 and max(got["train_seeds"]) < 300
+    assert len(keys["eval_seeds"]) == got["eval_layouts"] and len(keys["train_seeds"]) == got["train_layouts"]
+
+
+def test_sign_flip_and_thresholds_by_hand() -> None:
+    from experiments.minigrid_claim.report import run_metrics, sign_flip_p
+
+    # sums of ±1 ±2 ±3 ±1 with |sum| >= 5: 7, 5, 5 and their negatives -> 6 of 16
+    assert sign_flip_p([1.0, 2.0, 3.0, -1.0]) == pytest.approx(6 / 16)
+    assert sign_flip_p([0.0, 0.0]) == 1.0
+    r = {"curve": {"success": [0.0, 0.2, 0.2, 0.4, 0.6]}, "episodes_per_update": 16, "eval_success": 0.5}
+    m = run_metrics(r, 2, (0.1, 0.3))  # moving(2): 0, .1, .2, .3, .5
+    assert (m["to_0.1"], m["to_0.3"], m["final"], m["auc"]) == (
+        32,
+        64,
+        pytest.approx(0.5),
+        pytest.approx(0.28),
+    )
+
+
+def test_in_loop_tree_mines_only_own_rollouts() -> None:
+    from experiments.minigrid_claim.train import Episode, InLoopTree
+
+    spec = dataclasses.replace(SPEC, arm="remine", remine_every=2, miner=tuple(sorted(SMOKE.miner.items())))
+    loop = InLoopTree(spec)
+    chain = ["pickup<key>", "toggle<door>", "forward<empty>", "forward<goal>"]
+    fails = [Episode([], [], [], 0.0, False, tokens=["left<wall>", "right<wall>"] * 3) for _ in range(4)]
+    loop.observe(fails, 0)
+    loop.observe(fails, 1)
+    assert loop.tree is None  # no success in the buffer yet: no tree, no bonus
+    wins = [Episode([], [], [], 0.9, True, tokens=chain) for _ in range(4)]
+    loop.observe(wins, 2)
+    assert loop.tree is None  # mined only every remine_every updates
+    loop.observe(wins, 3)
+    assert loop.tree is not None and len(loop.tree) > 0 and len(loop.buffer) == 16
+
+
+def test_command_line_options(tmp_path, capsys) -> None:
+    from experiments.minigrid_claim.config import ARMS
+    from experiments.minigrid_claim.run import _ints
+
+    assert _ints("100-102,7") == (100, 101, 102, 7)
+    assert main(["--smoke", "--arms", "outcome,nope", "--out", str(tmp_path)]) == 2
+    assert "unknown arms ['nope']" in capsys.readouterr().err
+    assert main(["--smoke", "--env", "cartpole", "--out", str(tmp_path)]) == 2
+    out = tmp_path / "all"
+    argv = ["--smoke", "--arms", ",".join(ARMS), "--group-sizes", "2", "--seeds", "3", "--out", str(out)]
+    assert main(argv) == 0
+    res = json.loads((out / "results.json").read_text())
+    assert {r["arm"] for r in res["runs"]} == set(ARMS) and {r["seed"] for r in res["runs"]} == {3}
+    for arm in ARMS:
+        lines = (out / "curves" / f"{arm}-n2-s3.csv").read_text().splitlines()
+        assert lines[0].startswith("episodes,success,lambda_g") and len(lines) == 1 + SMOKE.updates
+    assert {(c["arm"], c["vs"]) for c in res["comparisons"]} >= {
+        ("xtree_gated", "outcome"),
+        ("subgoal", "xtree"),
+    }
+    prov = json.loads((out / "provenance.json").read_text())
+    assert prov["config"]["arms"] == list(ARMS) and "--seeds" in prov["command"]
+    assert prov["commit"] is None or len(prov["commit"]) == 40

@@ -227,6 +227,7 @@ def random_tree(
     name: str = "random-tree",
     progress: bool | None = False,
     lengths: Sequence[int] | None = None,
+    exact: bool = False,
 ) -> XTree:
     """A tree of ``n_merges`` merges, each joining a uniformly random adjacent pair (Tables 2, 20).
 
@@ -236,7 +237,9 @@ def random_tree(
     twice. Merging, counting and the node records are the miner's (:meth:`XTree.from_merges`).
     With ``lengths`` (e.g. ``[n.length for n in tree.nodes]``), merge ``i`` is drawn among the
     pairs of length ``lengths[i]`` when there are any (else those of the nearest length), so the
-    random tree's length histogram follows the reference tree's.
+    random tree's length histogram follows the reference tree's. With ``exact`` too, ``lengths``
+    is a multiset to fill exactly: each merge is drawn uniformly among the pairs whose length is
+    still wanted, and a :class:`ConfigError` says when none is left (draw again with another seed).
     """
     from .config import MinerConfig
     from .mining import EncodedCorpus, canonical_order  # the miner's order: line order does not matter
@@ -251,7 +254,7 @@ def random_tree(
     enc = EncodedCorpus.from_tokens(
         _tokens(ordered, domain), [t.success for t in ordered], [t.task for t in ordered]
     )
-    merges = _random_merges(enc, n_merges, cfg, np.random.default_rng(seed), progress, lengths)
+    merges = _random_merges(enc, n_merges, cfg, np.random.default_rng(seed), progress, lengths, exact)
     tree = XTree.from_merges(merges, enc, cfg, ordered, name=name)
     tree.extra["control"] = {"kind": "random_tree", "seed": seed, "n_merges": n_merges}
     if lengths is not None:
@@ -266,6 +269,7 @@ def _random_merges(
     rng: np.random.Generator,
     progress: bool | None = False,
     lengths: Sequence[int] | None = None,
+    exact: bool = False,
 ) -> list[Any]:
     """The reference miner's loop with the best-X-Score choice replaced by a uniform draw."""
     from .mining import Merge, corpus_pair_stats, is_candidate, merge_everywhere, x_score
@@ -285,9 +289,15 @@ def _random_merges(
             pool = sorted(
                 p for p, st in stats.items() if st[0] >= 2 and length[p[0]] + length[p[1]] <= cfg.max_len
             )
+        if exact and lengths is not None:
+            wanted = Counter(int(x) for x in lengths) - Counter(length[len(length) - len(merges) :])
+            pool = [p for p in pool if wanted[length[p[0]] + length[p[1]]] > 0]
+            if not pool:
+                raise ConfigError(f"no pair of a wanted length {sorted(wanted.elements())} is left",
+                                  fix="draw again with another seed")  # fmt: skip
         if not pool:
             break
-        if lengths is not None and len(merges) < len(lengths):
+        if lengths is not None and len(merges) < len(lengths) and not exact:
             pool = _nearest_length(pool, length, int(lengths[len(merges)]))
         u, v = pool[int(rng.integers(len(pool)))]
         f, s, tasks, first = stats[(u, v)]

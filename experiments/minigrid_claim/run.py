@@ -1,16 +1,18 @@
-"""The claim check: outcome-only vs +X-Tree bonus vs +random-tree bonus, GRPO on MiniGrid, n ∈ {2,4,8,16}.
+"""The claim check: outcome-only vs bonus arms, GRPO on MiniGrid, per (arm, n, seed).
 
 Run from the repository root::
 
     python -m experiments.minigrid_claim --smoke          # seconds; what the tests run
-    python -m experiments.minigrid_claim --full           # the committed results (see docs/experiments.md)
+    python -m experiments.minigrid_claim --full           # the first claim check (3 arms, n 2..16, 5 seeds)
+    python -m experiments.minigrid_claim --grid --env doorkey5 --seeds 100-114 --group-sizes 2,16
+    python -m experiments.minigrid_claim --grid --env doorkey8 --arms outcome,xtree,subgoal --resume
 
 Steps: (1) a demonstration corpus from a noisy scripted solver (successes and failures, labelled
-by the env's own reward); (2) the X-Tree mined from it with xtree_gym's miner, and a random tree
-with the same node count, chosen among seeded random trees for the closest length histogram;
-(3) one GRPO run per (arm, n, seed) (:mod:`.train`), two worker processes at most; (4) the report
-(:mod:`.report`): ``results/minigrid_claim/{results.json, table.md, curves.png, tree.json,
-random_tree.json, corpus.jsonl.gz, runs.jsonl}``.
+by the env's own reward); (2) the X-Tree mined from it, the random tree(s) (one closest draw, or a
+fresh exact-histogram draw per seed) and the subgoal value (:mod:`.controls`); (3) one GRPO run per
+(arm, n, seed) (:mod:`.train`), two worker processes at most, each finished run appended to
+``runs.jsonl`` and written to ``curves/ARM-nN-sSEED.csv``; (4) the report (:mod:`.report`):
+``results.json, table.md, curves.png, provenance.json, tree.json, random_tree*.json, corpus.jsonl.gz``.
 """
 
 from __future__ import annotations
@@ -22,12 +24,12 @@ import multiprocessing
 import os
 import sys
 import time
-from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from experiments._results import code_commit
 from xtree_gym._io import atomic_write_text
+from xtree_gym.bonus_modes import max_episode_bonus
 from xtree_gym.config import MinerConfig
 from xtree_gym.corpus import Trajectory, write_corpus
 from xtree_gym.errors import ConfigError
@@ -36,84 +38,13 @@ from xtree_gym.mining import mine
 from xtree_gym.progress import Progress
 from xtree_gym.tree import XTree
 
+from .config import ARM_SPECS, ARMS, ENVS, FULL, GRID, SMOKE, SUBGOALS, ClaimConfig
+from .controls import exact_random_tree, layout_split, length_histogram, subgoal_value
+from .report import compare, summarize, write_curves, write_report
 from .solver import demo_corpus
 from .train import RunSpec, train_run
 
-ARMS = ("outcome", "xtree", "random_tree")
-
-
-@dataclass(frozen=True)
-class ClaimConfig:
-    """Everything the claim check runs at; ``--smoke`` and ``--full`` are two instances."""
-
-    env_id: str = "MiniGrid-DoorKey-5x5-v0"
-    """MiniGrid env: random play rarely wins it (≈1 % at 100 steps)."""
-    max_steps: int = 100
-    """Episode step limit."""
-    group_sizes: tuple[int, ...] = (2, 4, 8, 16)
-    """GRPO group sizes n (Table 3's grid)."""
-    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
-    """Training seeds per (arm, n)."""
-    arms: tuple[str, ...] = ARMS
-    """Which arms to run."""
-    batch_episodes: int = 16
-    """Episodes per update, for every n (so n=2 has 8 groups, n=16 has 1)."""
-    updates: int = 64
-    """Updates per run: the run sees ``updates · batch_episodes`` episodes."""
-    lr: float = 2e-3
-    """Adam learning rate."""
-    epochs: int = 4
-    """Clipped-loss passes per batch (cheap next to the rollouts; the clip keeps them near the old policy)."""
-    hidden: int = 64
-    """Policy MLP width."""
-    lambda0: float = 0.75
-    """Eq. 3 λ0 (Table 7)."""
-    w_ref: float = 0.4
-    """Eq. 3 w_ref (ScienceWorld's value, Table 7; the depth b_v design and nesting rule go with it)."""
-    eval_episodes: int = 64
-    """Held-out episodes sampled from each final policy."""
-    demo_episodes: int = 80
-    """Demonstrations in the mining corpus."""
-    demo_noise: tuple[float, ...] = (0.0, 0.3, 0.6, 1.0)
-    """Random-action rates the demonstrations cycle through (1.0: pure random play, mostly failures)."""
-    miner: dict[str, Any] = field(
-        default_factory=lambda: {"cap": 24, "min_freq": 5, "max_len": 8, "eta": 0.5}
-    )
-    """MinerConfig fields for both trees."""
-    random_tree_draws: int = 20
-    """Seeded random trees drawn (each merge asked for the X-Tree node's length); the closest histogram wins."""
-    window: int = 5
-    """Updates in the moving average of training success (curves, final success, episodes-to-target)."""
-    workers: int = 2
-    """Worker processes (at most 2: the machine is shared)."""
-
-    def __post_init__(self) -> None:
-        bad = [n for n in self.group_sizes if n < 2 or self.batch_episodes % n]
-        if bad:
-            raise ConfigError(
-                f"group sizes {bad} do not divide batch_episodes = {self.batch_episodes} (or are < 2)",
-                fix="use group sizes >= 2 that divide batch_episodes",
-            )
-        unknown = sorted(set(self.arms) - set(ARMS))
-        if unknown:
-            raise ConfigError(f"unknown arms {unknown}", fix=f"use some of {list(ARMS)}")
-        if not 1 <= self.workers <= 2:
-            raise ConfigError(f"workers = {self.workers}", fix="use 1 or 2 (the machine is shared)")
-        if "outcome" not in self.arms:
-            raise ConfigError("the outcome arm is missing", fix="it sets the target success rate; keep it")
-
-
-SMOKE = ClaimConfig(
-    max_steps=30, group_sizes=(2, 4), seeds=(0,), batch_episodes=8, updates=3, eval_episodes=8,
-    demo_episodes=24, random_tree_draws=3, window=2, workers=1,
-    miner={"cap": 8, "min_freq": 3, "max_len": 6, "eta": 0.5},
-)  # fmt: skip
-FULL = ClaimConfig()
-
-
-def length_histogram(tree: XTree) -> dict[int, int]:
-    """Node count per node length (primitives)."""
-    return dict(sorted(Counter(n.length for n in tree.nodes).items()))
+__all__ = ["ARMS", "FULL", "GRID", "SMOKE", "ClaimConfig", "build_trees", "length_histogram", "main"]
 
 
 def _hist_distance(a: dict[int, int], b: dict[int, int]) -> int:
@@ -121,7 +52,7 @@ def _hist_distance(a: dict[int, int], b: dict[int, int]) -> int:
 
 
 def build_trees(cfg: ClaimConfig, corpus: list[Trajectory]) -> tuple[XTree, XTree, list[int]]:
-    """The mined X-Tree and the matched random tree; also each random draw's histogram distance."""
+    """The mined X-Tree and the closest-histogram random tree of ``random_tree_draws``; each draw's distance."""
     mcfg = MinerConfig(**cfg.miner)
     tree = mine(corpus, mcfg, name="minigrid-xtree")
     want = length_histogram(tree)
@@ -138,6 +69,16 @@ def build_trees(cfg: ClaimConfig, corpus: list[Trajectory]) -> tuple[XTree, XTre
     return tree, best, dists
 
 
+def random_trees(cfg: ClaimConfig, corpus: list[Trajectory], tree: XTree, closest: XTree) -> dict[int, XTree]:
+    """The random tree of each training seed: the one closest draw, or a fresh exact draw per seed."""
+    if "random_tree" not in cfg.arms:
+        return {}
+    if cfg.random_tree_mode == "closest":
+        return {s: closest for s in cfg.seeds}
+    mcfg = MinerConfig(**cfg.miner)
+    return {s: exact_random_tree(corpus, tree, mcfg, s, cfg.random_tree_draws) for s in cfg.seeds}
+
+
 def _run(args: tuple[RunSpec, dict[str, Any] | None]) -> dict[str, Any]:
     import torch
 
@@ -150,24 +91,17 @@ def _run(args: tuple[RunSpec, dict[str, Any] | None]) -> dict[str, Any]:
     return out
 
 
-def specs(cfg: ClaimConfig) -> list[RunSpec]:
-    """Every (arm, n, seed) run, in a fixed order."""
+def specs(cfg: ClaimConfig, extra: dict[str, Any] | None = None) -> list[RunSpec]:
+    """Every (arm, n, seed) run, in a fixed order; ``extra`` adds the data-dependent RunSpec fields."""
+    base = {
+        "env_id": cfg.env_id, "max_steps": cfg.max_steps, "batch_episodes": cfg.batch_episodes,
+        "updates": cfg.updates, "lr": cfg.lr, "epochs": cfg.epochs, "hidden": cfg.hidden,
+        "lambda0": cfg.lambda0, "w_ref": cfg.w_ref, "eval_episodes": cfg.eval_episodes,
+        "bonus_margin": cfg.bonus_margin, "anneal_end": cfg.anneal_end, "remine_every": cfg.remine_every,
+        "remine_buffer": cfg.remine_buffer, "miner": tuple(sorted(cfg.miner.items())), **(extra or {}),
+    }  # fmt: skip
     return [
-        RunSpec(
-            arm,
-            n,
-            seed,
-            cfg.env_id,
-            cfg.max_steps,
-            cfg.batch_episodes,
-            cfg.updates,
-            cfg.lr,
-            cfg.epochs,
-            cfg.hidden,
-            cfg.lambda0,
-            cfg.w_ref,
-            cfg.eval_episodes,
-        )
+        RunSpec(arm=arm, n=n, seed=seed, **base)
         for seed in cfg.seeds  # seed-major: a run stopped early still has whole seeds of every cell
         for n in cfg.group_sizes
         for arm in cfg.arms
@@ -178,40 +112,106 @@ def _key(r: dict[str, Any] | RunSpec) -> tuple[str, int, int]:
     return (r["arm"], r["n"], r["seed"]) if isinstance(r, dict) else (r.arm, r.n, r.seed)
 
 
+RUN_FIELDS = ("seeds", "arms", "group_sizes", "workers")
+"""Config fields that choose which runs to do, not how a run goes: a resumed log may differ in them."""
+
+
+def _run_config(cfg: ClaimConfig) -> str:
+    return json.dumps(
+        {k: v for k, v in dataclasses.asdict(cfg).items() if k not in RUN_FIELDS}, sort_keys=True
+    )
+
+
 def load_done(path: Path, cfg: ClaimConfig) -> dict[tuple[str, int, int], dict[str, Any]]:
-    """Runs already in ``runs.jsonl`` made with this config (a resumed run skips them)."""
+    """Runs already in ``runs.jsonl`` made with this config up to the run choice (a resumed run skips them)."""
     done: dict[tuple[str, int, int], dict[str, Any]] = {}
     if not path.exists():
         return done
-    want = json.dumps(dataclasses.asdict(cfg), sort_keys=True)
+    want = _run_config(cfg)
     for line in path.read_text(encoding="utf-8").splitlines():
         rec = json.loads(line)
-        if json.dumps(rec.get("config"), sort_keys=True) == want:
+        try:
+            same = _run_config(ClaimConfig(**_tuples(rec.get("config") or {}))) == want
+        except (TypeError, ConfigError):
+            same = False
+        if same:
             done[_key(rec["run"])] = rec["run"]
     return done
 
 
+def _tuples(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}
+
+
+def _prepare(cfg: ClaimConfig) -> dict[str, Any]:
+    """Corpus, trees, subgoal value and seed split: everything the runs share, and its description."""
+    corpus = demo_corpus(cfg.env_id, cfg.max_steps, cfg.demo_episodes, cfg.demo_noise)
+    tree, closest, dists = build_trees(cfg, corpus)
+    rtrees = random_trees(cfg, corpus, tree, closest)
+    extra: dict[str, Any] = {
+        "max_bonus": max_episode_bonus(tree),
+        "subgoal_value": subgoal_value(corpus, tree, len(SUBGOALS)),
+    }
+    split: dict[str, Any] = {"heldout": cfg.heldout}
+    if cfg.heldout == "layouts":
+        found = layout_split(cfg.env_id, cfg.max_steps, cfg.train_pool, cfg.eval_episodes)
+        extra["train_seeds"], extra["eval_seeds"] = (
+            tuple(found.pop("train_seeds")),
+            tuple(found.pop("eval_seeds")),
+        )
+        split.update(
+            found, train_seed_count=len(extra["train_seeds"]), eval_seed_first=extra["eval_seeds"][0]
+        )
+    info = {
+        "corpus": {"episodes": len(corpus), "successes": sum(t.success for t in corpus),
+                   "mean_length": sum(len(t.steps) for t in corpus) / len(corpus)},
+        "trees": {
+            "xtree": {"nodes": len(tree), "length_histogram": length_histogram(tree),
+                      "depths": tree.depth_histogram(), "max_episode_bonus": extra["max_bonus"]},
+            "random_tree": {"mode": cfg.random_tree_mode, "per_seed": {
+                str(s): {"nodes": len(t), "length_histogram": length_histogram(t), "seed": t.extra["control"]["seed"],
+                         "tries": t.extra["control"].get("tries")} for s, t in rtrees.items()},
+                "closest_histogram_distance_per_draw": dists},
+            "subgoal": {"subgoals": list(SUBGOALS), "value_each": extra["subgoal_value"]},
+        },
+        "split": split,
+    }  # fmt: skip
+    return {"corpus": corpus, "tree": tree, "rtrees": rtrees, "extra": extra, "info": info}
+
+
+def _tree_for(arm: str, seed: int, prep: dict[str, Any]) -> dict[str, Any] | None:
+    source = ARM_SPECS[arm][0]
+    if source == "xtree":
+        return dict(prep["tree"].to_dict())
+    if source == "random_tree":
+        return dict(prep["rtrees"][seed].to_dict())
+    return None  # outcome, subgoal, remine: no tree on the env
+
+
 def run_all(
-    cfg: ClaimConfig, out_dir: Path, *, progress: bool = True, resume: bool = False
+    cfg: ClaimConfig,
+    out_dir: Path,
+    *,
+    progress: bool = True,
+    resume: bool = False,
+    argv: list[str] | None = None,
 ) -> dict[str, Any]:
     """The whole check; writes ``out_dir`` and returns the results dict.
 
-    Each finished run is appended to ``out_dir/runs.jsonl``; ``resume`` keeps the runs found there
-    (same config) and runs only the rest.
+    Each finished run is appended to ``out_dir/runs.jsonl`` and written to ``out_dir/curves/``;
+    ``resume`` keeps the runs found there (same config up to seeds, arms, group sizes) and runs the rest.
     """
     import minigrid  # noqa: F401  (registers the MiniGrid envs)
 
-    from .report import summarize, write_report
-
     t0 = time.perf_counter()
-    corpus = demo_corpus(cfg.env_id, cfg.max_steps, cfg.demo_episodes, cfg.demo_noise)
-    tree, rtree, dists = build_trees(cfg, corpus)
-    trees = {"xtree": tree.to_dict(), "random_tree": rtree.to_dict()}
+    code = code_commit()  # the code the runs start from (provenance.json)
+    prep = _prepare(cfg)
     out_dir.mkdir(parents=True, exist_ok=True)
     log = out_dir / "runs.jsonl"
     done = load_done(log, cfg) if resume else {}
-    runs: list[dict[str, Any]] = list(done.values())
-    todo = [(s, trees.get(s.arm)) for s in specs(cfg) if _key(s) not in done]
+    plan = specs(cfg, prep["extra"])
+    runs: list[dict[str, Any]] = [done[_key(s)] for s in plan if _key(s) in done]
+    todo = [(s, _tree_for(s.arm, s.seed, prep)) for s in plan if _key(s) not in done]
     conf = dataclasses.asdict(cfg)
     bar = Progress(total=len(todo), desc="minigrid claim runs", enabled=progress)
     with (
@@ -222,31 +222,17 @@ def run_all(
             runs.append(r)
             fh.write(json.dumps({"config": conf, "run": r}) + "\n")
             fh.flush()
+            write_curves(out_dir / "curves", [r])
             bar.update()
     bar.close()
     runs.sort(key=lambda r: (cfg.group_sizes.index(r["n"]), cfg.arms.index(r["arm"]), r["seed"]))
+    write_curves(out_dir / "curves", runs)
     results = {
-        "config": dataclasses.asdict(cfg),
-        "corpus": {
-            "episodes": len(corpus),
-            "successes": sum(t.success for t in corpus),
-            "mean_length": sum(len(t.steps) for t in corpus) / len(corpus),
-        },
-        "trees": {
-            "xtree": {
-                "nodes": len(tree),
-                "length_histogram": length_histogram(tree),
-                "depths": tree.depth_histogram(),
-            },
-            "random_tree": {
-                "nodes": len(rtree),
-                "length_histogram": length_histogram(rtree),
-                "depths": rtree.depth_histogram(),
-                "seed": rtree.extra["control"]["seed"],
-                "histogram_distance_per_draw": dists,
-            },
-        },
+        "config": conf,
+        "code": code,
+        **prep["info"],
         "summary": summarize(cfg, runs),
+        "comparisons": compare(cfg, runs),
         "runs": runs,
         "timing": {
             "wall_seconds": time.perf_counter() - t0,
@@ -255,33 +241,87 @@ def run_all(
             "cpus": os.cpu_count(),
         },
     }
-    write_corpus(out_dir / "corpus.jsonl.gz", corpus)
-    tree.save(out_dir / "tree.json")
-    rtree.save(out_dir / "random_tree.json")
+    write_corpus(out_dir / "corpus.jsonl.gz", prep["corpus"])
+    prep["tree"].save(out_dir / "tree.json")
+    for seed, t in sorted(prep["rtrees"].items()):
+        t.save(
+            out_dir
+            / ("random_tree.json" if cfg.random_tree_mode == "closest" else f"random_tree_s{seed}.json")
+        )
+        if cfg.random_tree_mode == "closest":
+            break
     atomic_write_text(out_dir / "results.json", json.dumps(results, indent=1) + "\n")
-    write_report(cfg, results, out_dir)
+    write_report(cfg, results, out_dir, argv)
     return results
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    """``"100-104,200"`` -> (100, 101, 102, 103, 104, 200).
+
+    Example:
+        >>> _ints("100-102,7")
+        (100, 101, 102, 7)
+    """
+    out: list[int] = []
+    try:
+        for part in text.split(","):
+            lo, sep, hi = part.strip().partition("-")
+            out.extend(range(int(lo), int(hi) + 1) if sep else [int(lo)])
+    except ValueError:
+        raise ConfigError(f"{text!r} is not a list of integers", fix="write e.g. 100-114 or 2,16") from None
+    return tuple(out)
+
+
+def config_from_args(a: argparse.Namespace) -> ClaimConfig:
+    """The size preset with the command line's choices applied (one ConfigError when a choice is bad)."""
+    cfg = SMOKE if a.smoke else GRID if a.grid else FULL
+    over: dict[str, Any] = {}
+    if a.env:
+        env_id, steps = ENVS.get(a.env, (a.env, a.max_steps or cfg.max_steps))
+        if not env_id.startswith("MiniGrid-"):
+            raise ConfigError(f"--env {a.env!r}", fix=f"use one of {sorted(ENVS)} or a MiniGrid-… id")
+        over.update(env_id=env_id, max_steps=steps)
+    if a.max_steps:
+        over["max_steps"] = a.max_steps
+    if a.seeds:
+        over["seeds"] = _ints(a.seeds)
+    if a.group_sizes:
+        over["group_sizes"] = _ints(a.group_sizes)
+    if a.arms:
+        over["arms"] = tuple(x.strip() for x in a.arms.split(",") if x.strip())
+    for name in ("updates", "workers"):
+        if getattr(a, name) is not None:
+            over[name] = getattr(a, name)
+    return dataclasses.replace(cfg, **over)
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m experiments.minigrid_claim", description=__doc__.split("\n")[0]
     )
-    size = p.add_mutually_exclusive_group(required=True)
+    size = p.add_mutually_exclusive_group()
     size.add_argument("--smoke", action="store_true", help="a seconds-long run (what the tests run)")
-    size.add_argument("--full", action="store_true", help="the committed size (see docs/experiments.md)")
-    p.add_argument(
-        "--out", default=None, help="output folder (default results/minigrid_claim, smoke: …_smoke)"
+    size.add_argument("--full", action="store_true", help="the first claim check's size (default)")
+    size.add_argument(
+        "--grid", action="store_true", help="issue 23's grid: every arm, n 2 and 16, seeds 100-114"
     )
+    p.add_argument("--env", default=None, help=f"{', '.join(sorted(ENVS))} or a MiniGrid env id")
+    p.add_argument("--seeds", default=None, help="training seeds, e.g. 100-114 or 100,101")
+    p.add_argument("--group-sizes", default=None, help="GRPO group sizes, e.g. 2,16")
+    p.add_argument("--arms", default=None, help=f"comma-separated, from {', '.join(ARMS)}")
+    p.add_argument("--updates", type=int, default=None, help="updates per run (the budget per run)")
+    p.add_argument("--max-steps", type=int, default=None, help="episode step limit (default per env)")
+    p.add_argument("--out", default=None, help="output folder (default results/minigrid_claim[_smoke|_ENV])")
     p.add_argument("--workers", type=int, default=None, help="worker processes, 1 or 2")
     p.add_argument("--resume", action="store_true", help="keep the runs already in OUT/runs.jsonl")
     a = p.parse_args(argv)
-    cfg = SMOKE if a.smoke else FULL
     try:
-        if a.workers is not None:
-            cfg = dataclasses.replace(cfg, workers=a.workers)
-        out = Path(a.out or ("results/minigrid_claim_smoke" if a.smoke else "results/minigrid_claim"))
-        res = run_all(cfg, out, resume=a.resume)
+        cfg = config_from_args(a)
+        default = "results/minigrid_claim_smoke" if a.smoke else "results/minigrid_claim"
+        if a.grid:
+            default = f"results/minigrid_claim_{a.env or 'doorkey5'}"
+        out = Path(a.out or default)
+        res = run_all(cfg, out, resume=a.resume, argv=sys.argv[1:] if argv is None else list(argv))
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

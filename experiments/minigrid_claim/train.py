@@ -12,7 +12,8 @@ advantages per group; ``epochs`` passes of the clipped loss over the batch.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
@@ -21,9 +22,14 @@ import torch
 
 from xtree_gym.agents.advantages import grouped_advantages
 from xtree_gym.agents.losses import clipped_policy_loss
-from xtree_gym.rewards import group_rewards, lambda_g
+from xtree_gym.bonus_modes import max_episode_bonus, shaped_group_rewards
+from xtree_gym.corpus import Step, Trajectory
+from xtree_gym.rewards import lambda_g, sequence_bonus
 from xtree_gym.tree import XTree
 from xtree_gym.wrappers.discrete import xtree_discrete
+
+from .config import ARM_SPECS, SUBGOALS
+from .controls import subgoal_bonus
 
 N_TYPES, N_STATES, N_DIRS = 11, 3, 4  # MiniGrid's object-type and door-state indices, agent directions
 
@@ -33,7 +39,7 @@ class RunSpec:
     """One training run: an arm, a group size, a seed, and the sizes it runs at."""
 
     arm: str
-    """``outcome`` (R_out only), ``xtree`` (+ mined-tree bonus) or ``random_tree`` (+ random-tree bonus)."""
+    """One of :data:`.config.ARM_SPECS`: ``outcome`` (R_out only) or a bonus source with a bonus mode."""
     n: int
     """GRPO group size: rollouts per task."""
     seed: int
@@ -57,7 +63,25 @@ class RunSpec:
     w_ref: float
     """Eq. 3 w_ref: the group win rate at which the bonus weight reaches 0."""
     eval_episodes: int
-    """Held-out episodes (env seeds from 20_000) sampled from the final policy."""
+    """Held-out episodes (env seeds from 20_000, or ``eval_seeds``) sampled from the final policy."""
+    bonus_margin: float = 0.09
+    """Bonus mode ``normalized``: most a bonus-only episode earns."""
+    anneal_end: float = 1.0
+    """Bonus mode ``annealed``: fraction of the run at which the weight reaches 0."""
+    max_bonus: float = 0.0
+    """Bonus mode ``normalized``: the tree's largest reachable Σ b_v (0 for the in-loop tree: its own)."""
+    subgoal_value: float = 0.0
+    """Arm ``subgoal``: bonus per hand-named subgoal reached."""
+    remine_every: int = 4
+    """Arm ``remine``: updates between re-minings."""
+    remine_buffer: int = 256
+    """Arm ``remine``: FIFO of own episodes mined."""
+    miner: tuple[tuple[str, Any], ...] = ()
+    """Arm ``remine``: MinerConfig fields (as pairs, so the spec stays hashable)."""
+    train_seeds: tuple[int, ...] = ()
+    """Env seeds training tasks are drawn from (empty: 0..9999)."""
+    eval_seeds: tuple[int, ...] = ()
+    """Held-out env seeds (empty: 20_000, 20_001, …)."""
 
 
 _TYPE_IDX: dict[str, int] = {"unseen": 0, "empty": 1, "wall": 2, "floor": 3, "door": 4, "key": 5, "ball": 6,
@@ -132,6 +156,7 @@ class Episode:
     reward: float = 0.0
     won: bool = False
     bonus: float = 0.0
+    tokens: list[str] = field(default_factory=list)
 
 
 def make_envs(spec: RunSpec, tree: XTree | None, count: int) -> list[gym.Env]:
@@ -170,6 +195,7 @@ def rollout(
             e.actions.append(a)
             e.logps.append(float(lp[j]))
             o, r, term, trunc, info = envs[i].step(a)
+            e.tokens.append(str(info["xtree"]["token"]))
             if term or trunc:
                 e.reward, e.won = float(r), float(r) > 0
                 e.bonus = float(info["xtree"].get("episode_bonus", 0.0))
@@ -210,11 +236,13 @@ def update(
 
 
 def batch_rewards(
-    eps: list[Episode], n: int, arm: str, lambda0: float, w_ref: float
+    eps: list[Episode], n: int, arm: str, lambda0: float, w_ref: float, **design: float
 ) -> tuple[list[float], list[float]]:
-    """Eq. 3 per group of ``n`` consecutive episodes; returns (rewards, λ_g per group).
+    """Each group of ``n`` consecutive episodes rewarded by the arm's bonus mode; returns (rewards, weight per group).
 
     The outcome-only arm uses R_out alone; its λ_g is still reported (what Eq. 3 would weigh).
+    Other arms go through :func:`xtree_gym.bonus_modes.shaped_group_rewards` (``eq3``: Eq. 3 itself)
+    with ``design`` its parameters (``max_bonus``, ``margin``, ``best_win_rate``, ``progress``).
 
     Example:
         >>> e = [Episode([], [], [], r, r > 0, b) for r, b in [(0.0, 2.0), (0.0, 0.0), (0.9, 1.0), (0.0, 3.0)]]
@@ -222,18 +250,24 @@ def batch_rewards(
         ([1.5, 0.0, 0.9, 0.0], [0.75, 0.0])
         >>> batch_rewards(e, 2, "outcome", 0.75, 0.4)[0]
         [0.0, 0.0, 0.9, 0.0]
+        >>> batch_rewards(e, 2, "xtree_gated", 0.75, 0.4)
+        ([1.5, 0.0, 0.9, 0.0], [0.75, 0.0])
     """
+    mode = ARM_SPECS[arm][1]
     rewards: list[float] = []
     lams: list[float] = []
     for g in range(0, len(eps), n):
         grp = eps[g : g + n]
         out = [e.reward for e in grp]
         won = [e.won for e in grp]
-        lams.append(lambda_g(sum(won) / len(grp), lambda0, w_ref))
         if arm == "outcome":
+            lams.append(lambda_g(sum(won) / len(grp), lambda0, w_ref))
             rewards.extend(out)
-        else:
-            rewards.extend(group_rewards(out, [e.bonus for e in grp], won, lambda0, w_ref))
+            continue
+        r, lam = shaped_group_rewards(out, [e.bonus for e in grp], won, mode=mode, lambda0=lambda0, w_ref=w_ref,
+                                      **design)  # fmt: skip
+        rewards.extend(r)
+        lams.append(lam)
     return rewards, lams
 
 
@@ -243,9 +277,57 @@ def evaluate(policy: torch.nn.Module, spec: RunSpec, gen: torch.Generator) -> fl
     wins = 0
     for start in range(0, spec.eval_episodes, len(envs)):
         k = min(len(envs), spec.eval_episodes - start)
-        eps = rollout(policy, envs[:k], [20_000 + start + i for i in range(k)], gen)
+        seeds = list(spec.eval_seeds[start : start + k]) or [20_000 + start + i for i in range(k)]
+        eps = rollout(policy, envs[:k], seeds, gen)
         wins += sum(e.won for e in eps)
     return wins / spec.eval_episodes
+
+
+class InLoopTree:
+    """Arm ``remine``: the tree mined every ``remine_every`` updates from a FIFO of the agent's own episodes.
+
+    No tree (no bonus) until the buffer holds a success; successes and failures are both kept (the
+    miner's success term needs both labels). Nothing privileged goes in: only the policy's rollouts.
+    """
+
+    def __init__(self, spec: RunSpec) -> None:
+        from xtree_gym.config import MinerConfig
+
+        self.spec = spec
+        self.config = MinerConfig(**dict(spec.miner))
+        self.buffer: deque[Trajectory] = deque(maxlen=spec.remine_buffer)
+        self.tree: XTree | None = None
+
+    def observe(self, eps: list[Episode], update_index: int) -> None:
+        """Add the batch; re-mine after every ``remine_every``-th update."""
+        from xtree_gym.mining import mine
+
+        for k, e in enumerate(eps):
+            steps = [Step(t, token=t) for t in e.tokens]
+            self.buffer.append(Trajectory(f"u{update_index}-{k}", steps, e.won, env=self.spec.env_id,
+                                          task=self.spec.env_id, reward=e.reward))  # fmt: skip
+        if (update_index + 1) % self.spec.remine_every == 0 and any(t.success for t in self.buffer):
+            self.tree = mine(list(self.buffer), self.config, name="minigrid-in-loop")
+
+
+def post_hoc_bonus(spec: RunSpec, eps: list[Episode], loop: InLoopTree | None) -> None:
+    """Σ b_v of the arms whose bonus is not on the env: ``subgoal`` and ``remine`` (in place)."""
+    for e in eps:
+        if spec.arm == "subgoal":
+            e.bonus = subgoal_bonus(e.tokens, spec.subgoal_value, SUBGOALS)
+        elif loop is not None and loop.tree is not None:
+            e.bonus = sequence_bonus(loop.tree, e.tokens).total
+
+
+def _design(spec: RunSpec, u: int, best: float, loop: InLoopTree | None) -> dict[str, float]:
+    """The bonus mode's parameters at update ``u`` (Eq. 3 needs none)."""
+    mode = ARM_SPECS[spec.arm][1]
+    if mode == "normalized":
+        cap = spec.max_bonus if loop is None or loop.tree is None else max_episode_bonus(loop.tree)
+        return {"max_bonus": cap, "margin": spec.bonus_margin}
+    if mode == "annealed":
+        return {"best_win_rate": best, "progress": u / spec.updates, "anneal_end": spec.anneal_end}
+    return {}
 
 
 def train_run(spec: RunSpec, tree: XTree | None) -> dict[str, Any]:
@@ -257,20 +339,30 @@ def train_run(spec: RunSpec, tree: XTree | None) -> dict[str, Any]:
     opt = torch.optim.Adam(policy.parameters(), lr=spec.lr)
     groups = spec.batch_episodes // spec.n
     task_rng = np.random.default_rng(1_000_003 * spec.seed + 7)
+    loop = InLoopTree(spec) if spec.arm == "remine" else None
     curve: dict[str, list[float]] = {
-        k: [] for k in ("success", "lambda_g", "bonus", "all_fail", "no_signal", "length")
+        k: [] for k in ("success", "lambda_g", "bonus", "all_fail", "no_signal", "length", "tree_nodes")
     }
+    best = 0.0  # best moving success so far (bonus mode ``annealed``)
     t0 = time.perf_counter()
-    for _ in range(spec.updates):
-        tasks = task_rng.integers(0, 10_000, size=groups)  # env seeds below the demo (10_000) and eval ranges
+    for u in range(spec.updates):
+        if spec.train_seeds:
+            tasks = task_rng.choice(np.asarray(spec.train_seeds), size=groups)
+        else:
+            tasks = task_rng.integers(
+                0, 10_000, size=groups
+            )  # env seeds below the demo (10_000) and eval ranges
         seeds = [int(s) for s in tasks for _ in range(spec.n)]
         eps = rollout(policy, envs, seeds, gen)
-        rewards, lams = batch_rewards(eps, spec.n, spec.arm, spec.lambda0, spec.w_ref)
+        post_hoc_bonus(spec, eps, loop)
+        rewards, lams = batch_rewards(eps, spec.n, spec.arm, spec.lambda0, spec.w_ref,
+                                      **_design(spec, u, best, loop))  # fmt: skip
         adv = grouped_advantages(rewards, [i // spec.n for i in range(len(eps))])
         update(policy, opt, eps, adv, spec.epochs)
         wins = [e.won for e in eps]
         per_group = [wins[g : g + spec.n] for g in range(0, len(eps), spec.n)]
         curve["success"].append(sum(wins) / len(eps))
+        best = max(best, float(np.mean(curve["success"][-5:])))
         curve["lambda_g"].append(float(np.mean(lams)))
         curve["bonus"].append(float(np.mean([e.bonus for e in eps])))
         curve["all_fail"].append(sum(not any(g) for g in per_group) / groups)
@@ -278,6 +370,11 @@ def train_run(spec: RunSpec, tree: XTree | None) -> dict[str, Any]:
             sum(all(abs(a) < 1e-12 for a in adv[g : g + spec.n]) for g in range(0, len(eps), spec.n)) / groups
         )
         curve["length"].append(float(np.mean([len(e.actions) for e in eps])))
+        if loop is not None:
+            loop.observe(eps, u)
+        curve["tree_nodes"].append(
+            float(len(loop.tree)) if loop is not None and loop.tree is not None else 0.0
+        )
     eval_success = evaluate(policy, spec, gen)
     return {
         "arm": spec.arm,

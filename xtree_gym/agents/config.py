@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..bonus_modes import check_bonus_mode
 from ..errors import ConfigError
 from ..rewards import INVALID_PENALTY, LAMBDA0, W_REF
 
@@ -139,6 +140,14 @@ class GRPOConfig:
     """SegCost penalty λ (ReuseRL: 10 with rewards in {0, 10}; scale with the outcome's range)."""
     segcost_buffer: int = 256
     """SegCost's FIFO buffer of successful skill sequences (ReuseRL: 256)."""
+
+    # --- bonus mode (issue 23)
+    bonus_mode: str = "eq3"
+    """How the X-Tree bonus enters the reward: ``eq3`` (the paper's), ``normalized``, ``gated``, ``annealed``."""
+    bonus_margin: float = 0.5
+    """``normalized``: most a bonus-only episode earns (keep it below the smallest win reward)."""
+    bonus_anneal_end: float = 1.0
+    """``annealed``: fraction of the run's steps at which the bonus weight reaches 0."""
 
     # --- OPSD (Eq. 4)
     opsd: str = "none"
@@ -289,6 +298,7 @@ def check_config(cfg: GRPOConfig) -> None:
     for name in ("clip_eps_low", "clip_eps_high", "segcost_lam", "eval_temperature"):
         if getattr(cfg, name) < 0:
             raise ConfigError(f"{name} = {getattr(cfg, name)!r} must be >= 0")
+    check_bonus_mode(cfg.bonus_mode, cfg.bonus_margin, cfg.bonus_anneal_end)  # bonus mode (issue 23)
     if cfg.shaping == "xtree" and not cfg.tree:
         raise ConfigError("shaping 'xtree' needs a tree", fix="pass --tree TREE.json (from `xtree mine`)")
     if cfg.opsd in ("xtree", "scrambled") and not cfg.tree:

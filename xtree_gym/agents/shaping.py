@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..bonus_modes import shaped_group_rewards
 from ..mdl import MDLConfig, ReuseRLShaper
 from ..rewards import lambda_g, sequence_bonus
 from .types import Episode
@@ -130,8 +131,13 @@ def xtree_rewards(
     lambda0: float,
     w_ref: float,
     outcome: str = "env",
+    mode: str = "eq3",
+    **design: float,
 ) -> StepRewards:
     """Eq. 3 per group: ``r_i = R_out − penalty·#invalid + λ_g · bonus_i``, λ_g from the group's wins.
+
+    ``mode`` other than ``eq3`` is one of issue 23's designs (:mod:`xtree_gym.bonus_modes`), with
+    ``design`` its parameters (``max_bonus``, ``margin``, ``best_win_rate``, ``progress``, ``anneal_end``).
 
     Example (an all-fail group of 4: only the bonus separates them; a group at w_ref gets none):
         >>> eps = [Episode(str(i), "env", "x", "g", 0, 0, i) for i in range(4)]
@@ -143,12 +149,19 @@ def xtree_rewards(
     """
     base = outcome_rewards(episodes, invalid_penalty, outcome)
     lambdas = [0.0] * len(episodes)
+    shaped = [b + 0.0 for b in base]
     for idx in groups_of(episodes).values():
-        lam = lambda_g(sum(episodes[i].success for i in idx) / len(idx), lambda0, w_ref)
-        for i in idx:
-            lambdas[i] = lam
+        won = [bool(episodes[i].success) for i in idx]
+        if mode == "eq3":
+            lam = lambda_g(sum(won) / len(idx), lambda0, w_ref)
+            out = [base[i] + lam * float(bonuses[i]) for i in idx]
+        else:
+            out, lam = shaped_group_rewards([base[i] for i in idx], [float(bonuses[i]) for i in idx], won,
+                                            mode=mode, lambda0=lambda0, w_ref=w_ref, **design)  # fmt: skip
+        for i, r in zip(idx, out):
+            lambdas[i], shaped[i] = lam, r
     return StepRewards(
-        rewards=[b + lam * float(x) for b, lam, x in zip(base, lambdas, bonuses)],
+        rewards=shaped,
         outcomes=[float(ep.reward) for ep in episodes],
         won=[bool(ep.success) for ep in episodes],
         bonuses=[float(x) for x in bonuses],

@@ -23,6 +23,7 @@ import json
 import math
 import sys
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from pathlib import Path
@@ -172,6 +173,8 @@ class GRPOTrainer:
         self._harness_obj: Any = None
         self._vllm: Any = None
         self.step = 0
+        self._win_rates: deque[float] = deque(maxlen=5)  # last steps' win rates (bonus mode ``annealed``)
+        self.best_win_rate = 0.0
         self.writer = MetricsWriter(self.run_dir, tensorboard=False, enabled=self.acc.is_main_process)
         names = resolve_trackers(self.cfg.report_to, self.cfg.tensorboard)
         self.trackers = Trackers(
@@ -344,6 +347,8 @@ class GRPOTrainer:
                 lambda0=cfg.lambda0,
                 w_ref=cfg.w_ref or 0.4,
                 outcome=cfg.outcome or "env",
+                mode=cfg.bonus_mode,
+                **self._bonus_design(),
             )
         if cfg.shaping == "segcost":
             assert self.segcost is not None
@@ -351,6 +356,23 @@ class GRPOTrainer:
                 episodes, invalid_penalty=cfg.invalid_penalty, outcome=cfg.outcome or "env"
             )
         return plain_rewards(episodes, invalid_penalty=cfg.invalid_penalty, outcome=cfg.outcome or "env")
+
+    def _bonus_design(self) -> dict[str, float]:
+        """Parameters of a non-Eq. 3 bonus mode (issue 23): B_max, margin, progress, best win rate so far."""
+        cfg = self.cfg
+        if cfg.bonus_mode == "eq3":
+            return {}
+        if cfg.bonus_mode == "normalized":
+            from ..bonus_modes import max_episode_bonus
+
+            return {
+                "max_bonus": max_episode_bonus(self.tree, cfg.bonus or "depth"),
+                "margin": cfg.bonus_margin,
+            }
+        if cfg.bonus_mode == "annealed":
+            return {"best_win_rate": self.best_win_rate, "progress": self.step / cfg.steps,
+                    "anneal_end": cfg.bonus_anneal_end}  # fmt: skip
+        return {}
 
     # -- 4-5. advantages and rows ----------------------------------------------------------------
     def rows(self, episodes: Sequence[Episode], rewards: StepRewards) -> list[Row]:
@@ -467,6 +489,8 @@ class GRPOTrainer:
     def learn(self, episodes: Sequence[Episode]) -> dict[str, float]:
         """Rewards → advantages → rows → update, on this rank's episodes; metric sums over ranks."""
         rewards = self.rewards(episodes)
+        self._win_rates.append(sum(rewards.won) / max(1, len(rewards.won)))  # annealed bonus mode's ratchet
+        self.best_win_rate = max(self.best_win_rate, sum(self._win_rates) / len(self._win_rates))
         rows = self.rows(episodes, rewards)
         stats, self.last_updates = ppo_updates(self, rows, self.step + 1)
         ep = {
@@ -618,7 +642,8 @@ class GRPOTrainer:
         self.acc.wait_for_everyone()
         sharded = save_args(self.acc, self.model, self.optimizer)  # every rank: a sharded model is gathered
         if self.acc.is_main_process:
-            state: dict[str, Any] = {"config": self.cfg.to_dict()}
+            state: dict[str, Any] = {"config": self.cfg.to_dict(), "best_win_rate": self.best_win_rate,
+                                     "recent_win_rates": list(self._win_rates)}  # fmt: skip
             if self.segcost is not None:
                 state["segcost"] = self.segcost.state()
             files = {}
@@ -665,6 +690,8 @@ class GRPOTrainer:
 
             self.teacher = self._teacher_context(CorpusUsage.build(self.tree, self.buffer.trajectories()))
         self.step = int(state["step"])
+        self.best_win_rate = float(state.get("best_win_rate", 0.0))
+        self._win_rates.extend(float(x) for x in state.get("recent_win_rates", []))
 
 
 def training_record(ep: Episode) -> dict[str, Any]:

@@ -1,0 +1,139 @@
+"""The claim check's configuration: arms, env presets, the ``--smoke`` / ``--full`` / ``--grid`` sizes.
+
+Its own module so that :mod:`.run` and :mod:`.report` both import it and neither imports the other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from xtree_gym.bonus_modes import BONUS_MODES, check_bonus_mode
+from xtree_gym.errors import ConfigError
+
+ARM_SPECS: dict[str, tuple[str | None, str]] = {
+    "outcome": (None, "eq3"),
+    "xtree": ("xtree", "eq3"),
+    "xtree_normalized": ("xtree", "normalized"),
+    "xtree_gated": ("xtree", "gated"),
+    "xtree_annealed": ("xtree", "annealed"),
+    "random_tree": ("random_tree", "eq3"),
+    "subgoal": ("subgoal", "eq3"),
+    "remine": ("remine", "eq3"),
+}
+"""arm -> (bonus source, bonus mode). Sources: the mined X-Tree, a random tree drawn per seed
+(matched node count and length histogram), the env's hand-named subgoals, the in-loop tree mined
+from the agent's own rollouts; modes: :data:`xtree_gym.bonus_modes.BONUS_MODES`."""
+ARMS = tuple(ARM_SPECS)
+LEGACY_ARMS = ("outcome", "xtree", "random_tree")
+"""The three arms of the first claim check (``--full``)."""
+ENVS: dict[str, tuple[str, int]] = {
+    "doorkey5": ("MiniGrid-DoorKey-5x5-v0", 100),
+    "doorkey8": ("MiniGrid-DoorKey-8x8-v0", 200),
+}
+"""``--env`` short names -> (Gymnasium id, max_steps). Random play wins DoorKey-5x5 ≈ 1 % and 8x8 ≈ 0 %."""
+SUBGOALS = ("pickup<key>", "toggle<door>")
+"""The env's hand-named subgoals (the subgoal-shaping arm): each pays once per episode."""
+HELDOUT = ("seeds", "layouts")
+
+
+@dataclass(frozen=True)
+class ClaimConfig:
+    """Everything the claim check runs at; ``--smoke``, ``--full`` and ``--grid`` are instances."""
+
+    env_id: str = "MiniGrid-DoorKey-5x5-v0"
+    """MiniGrid env: random play rarely wins it (≈1 % at 100 steps)."""
+    max_steps: int = 100
+    """Episode step limit."""
+    group_sizes: tuple[int, ...] = (2, 4, 8, 16)
+    """GRPO group sizes n (Table 3's grid)."""
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    """Training seeds per (arm, n)."""
+    arms: tuple[str, ...] = LEGACY_ARMS
+    """Which arms to run (:data:`ARM_SPECS`)."""
+    batch_episodes: int = 16
+    """Episodes per update, for every n (so n=2 has 8 groups, n=16 has 1)."""
+    updates: int = 64
+    """Updates per run: the run sees ``updates · batch_episodes`` episodes."""
+    lr: float = 2e-3
+    """Adam learning rate."""
+    epochs: int = 4
+    """Clipped-loss passes per batch (cheap next to the rollouts; the clip keeps them near the old policy)."""
+    hidden: int = 64
+    """Policy MLP width."""
+    lambda0: float = 0.75
+    """Eq. 3 λ0 (Table 7)."""
+    w_ref: float = 0.4
+    """Eq. 3 w_ref (ScienceWorld's value, Table 7; the depth b_v design and nesting rule go with it)."""
+    eval_episodes: int = 64
+    """Held-out episodes sampled from each final policy."""
+    demo_episodes: int = 80
+    """Demonstrations in the mining corpus."""
+    demo_noise: tuple[float, ...] = (0.0, 0.3, 0.6, 1.0)
+    """Random-action rates the demonstrations cycle through (1.0: pure random play, mostly failures)."""
+    miner: dict[str, Any] = field(
+        default_factory=lambda: {"cap": 24, "min_freq": 5, "max_len": 8, "eta": 0.5}
+    )
+    """MinerConfig fields for every tree (X-Tree, random trees, the in-loop tree)."""
+    random_tree_draws: int = 20
+    """``random_tree_mode`` ``closest``: seeded draws, the closest histogram wins; ``exact``: tries per seed."""
+    random_tree_mode: str = "closest"
+    """``closest`` (one draw for all seeds, the first claim check) or ``exact`` (a fresh draw per training
+    seed with exactly the X-Tree's node count and length histogram, rejection-sampled, no other filter)."""
+    heldout: str = "seeds"
+    """``seeds``: train on env seeds 0..9999, evaluate on 20000.. (layouts may repeat); ``layouts``: the
+    layouts are split by hash, training and evaluation seeds drawn on disjoint sides (checked distinct)."""
+    train_pool: int = 2000
+    """``heldout layouts``: env seeds 0..train_pool-1 scanned for training-side layouts."""
+    bonus_margin: float = 0.09
+    """``xtree_normalized``: most a bonus-only episode earns; below MiniGrid's smallest win (1 − 0.9 = 0.1)."""
+    anneal_end: float = 1.0
+    """``xtree_annealed``: fraction of the run at which the bonus weight reaches 0."""
+    remine_every: int = 4
+    """``remine``: updates between re-minings of the in-loop tree."""
+    remine_buffer: int = 256
+    """``remine``: FIFO of the agent's own episodes (successes and failures) the tree is mined from."""
+    window: int = 5
+    """Updates in the moving average of training success (curves, final success, episodes-to-threshold)."""
+    thresholds: tuple[float, ...] = (0.1, 0.3)
+    """Fixed success levels for episodes-to-threshold."""
+    workers: int = 2
+    """Worker processes (at most 2: the machine is shared)."""
+
+    def __post_init__(self) -> None:
+        bad = [n for n in self.group_sizes if n < 2 or self.batch_episodes % n]
+        if bad:
+            raise ConfigError(
+                f"group sizes {bad} do not divide batch_episodes = {self.batch_episodes} (or are < 2)",
+                fix="use group sizes >= 2 that divide batch_episodes",
+            )
+        unknown = sorted(set(self.arms) - set(ARMS))
+        if unknown:
+            raise ConfigError(f"unknown arms {unknown}", fix=f"use some of {list(ARMS)}")
+        if not 1 <= self.workers <= 2:
+            raise ConfigError(f"workers = {self.workers}", fix="use 1 or 2 (the machine is shared)")
+        if "outcome" not in self.arms:
+            raise ConfigError(
+                "the outcome arm is missing", fix="it is what every arm is compared to; keep it"
+            )
+        if self.heldout not in HELDOUT or self.random_tree_mode not in ("closest", "exact"):
+            raise ConfigError(
+                f"heldout = {self.heldout!r}, random_tree_mode = {self.random_tree_mode!r}",
+                fix="heldout: seeds | layouts; random_tree_mode: closest | exact",
+            )
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise ConfigError(f"seeds {list(self.seeds)}", fix="give distinct seeds, e.g. --seeds 100-114")
+        check_bonus_mode(BONUS_MODES[0], self.bonus_margin, self.anneal_end)
+
+
+SMOKE = ClaimConfig(
+    max_steps=30, group_sizes=(2, 4), seeds=(0,), batch_episodes=8, updates=3, eval_episodes=8,
+    demo_episodes=24, random_tree_draws=3, window=2, workers=1,
+    miner={"cap": 8, "min_freq": 3, "max_len": 6, "eta": 0.5},
+)  # fmt: skip
+FULL = ClaimConfig()
+GRID = ClaimConfig(
+    group_sizes=(2, 16), seeds=tuple(range(100, 115)), arms=ARMS, random_tree_mode="exact",
+    random_tree_draws=400, heldout="layouts",
+)  # fmt: skip
+"""Issue 23's grid: every arm, n ∈ {2, 16}, 15 seeds (100..114), exact random tree per seed, held-out layouts."""
