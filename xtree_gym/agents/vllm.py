@@ -125,7 +125,7 @@ class VLLMGenerator:
             if (
                 self.tokenizer is not None
             ):  # the trainer's tokenizer, as the hf backend: same text, same stop cut
-                from .generation import cut_completion
+                from .stops import cut_completion
 
                 keep, cut = cut_completion(ids, [], self.stop, self._decode)
                 if cut == "stop":
