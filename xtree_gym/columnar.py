@@ -299,6 +299,20 @@ _BLANK_OPENERS = np.frombuffer(b" \t\r\f\v\n", np.uint8)
 _ALL_BUT_BRACKETS = bytes(b for b in range(256) if b not in b"{[\n")
 
 
+def _text_problem(block: bytes) -> str | None:
+    """The whole-text checks of :func:`_strict_problem`: not UTF-8, ``NaN``/``Infinity``, a null required key."""
+    if not block.isascii():
+        try:
+            block.decode("utf-8")
+        except UnicodeDecodeError:
+            return "not UTF-8 text"
+    if b"NaN" in block or b"Infinity" in block:
+        return "NaN or Infinity in the text"
+    if b"null" in block and _NULL_KEY.search(block):
+        return "a required or string field is null"
+    return None
+
+
 def _strict_problem(block: bytes, starts: np.ndarray | None = None) -> str | None:
     """Why the strict line validator might refuse a line of ``block`` that Arrow would take, or None.
 
@@ -316,15 +330,9 @@ def _strict_problem(block: bytes, starts: np.ndarray | None = None) -> str | Non
         >>> _strict_problem(b'{"x": ' + b"[" * 150 + b"]" * 150 + b"}\\n")
         'nested deeper than 100 levels'
     """
-    if not block.isascii():
-        try:
-            block.decode("utf-8")
-        except UnicodeDecodeError:
-            return "not UTF-8 text"
-    if b"NaN" in block or b"Infinity" in block:
-        return "NaN or Infinity in the text"
-    if b"null" in block and _NULL_KEY.search(block):
-        return "a required or string field is null"
+    problem = _text_problem(block)
+    if problem:
+        return problem
     starts = _line_starts(block) if starts is None else starts
     if len(starts) == 0:
         return None
@@ -349,15 +357,9 @@ def _strict_problem(block: bytes, starts: np.ndarray | None = None) -> str | Non
 
 def _strict_problem_slow(block: bytes) -> str | None:
     """:func:`_strict_problem` line by line in Python: the obviously-correct version it is tested against."""
-    if not block.isascii():
-        try:
-            block.decode("utf-8")
-        except UnicodeDecodeError:
-            return "not UTF-8 text"
-    if b"NaN" in block or b"Infinity" in block:
-        return "NaN or Infinity in the text"
-    if b"null" in block and _NULL_KEY.search(block):
-        return "a required or string field is null"
+    problem = _text_problem(block)
+    if problem:
+        return problem
     for line in block.split(b"\n"):
         if line.count(b"{") + line.count(b"[") > MAX_JSON_DEPTH:
             try:
