@@ -24,6 +24,16 @@ def _solution(seed: int) -> list[str]:
     return list(ep.info["solution"])
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _fresh_accelerate_state_after_this_module():
+    """TRL's trainers set Accelerate's process-wide state; later tests build their own Accelerator."""
+    yield
+    if "accelerate.state" in sys.modules:
+        from accelerate.state import AcceleratorState
+
+        AcceleratorState._reset_state(reset_partial_state=True)
+
+
 @pytest.fixture(scope="module")
 def tree():
     """A tree mined from the solutions of 40 Countdown puzzles (successes) and the same without the last op (failures)."""
@@ -316,7 +326,7 @@ def test_trl_grpo_trainer_logs_our_reward(tree, tmp_path):
     cfg = trl.GRPOConfig(
         output_dir=str(tmp_path), max_steps=2, per_device_train_batch_size=4, num_generations=4,
         max_completion_length=12, learning_rate=1e-2, logging_steps=1, report_to=[], use_cpu=True,
-        save_strategy="no", seed=0, beta=0.0,
+        save_strategy="no", seed=0, beta=0.0, bf16=False,
     )  # fmt: skip
     trainer = trl.GRPOTrainer(
         model=model,
@@ -412,7 +422,7 @@ def test_trl_environment_factory_in_grpo_trainer(tree, tmp_path):
     cfg = trl.GRPOConfig(
         output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=4, num_generations=2,
         max_completion_length=512, logging_steps=1, report_to=[], use_cpu=True, save_strategy="no",
-        learning_rate=1e-2, beta=0.0, seed=0,
+        learning_rate=1e-2, beta=0.0, seed=0, bf16=False,
     )  # fmt: skip
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     trainer = trl.GRPOTrainer(
