@@ -341,7 +341,7 @@ def check_device(device: Any) -> None:
     """Refuse a device name torch does not run on here (``tpu``, ``gpu``...) with one :class:`ConfigError`.
 
     Example:
-        >>> check_device("cpu"); check_device("cuda:1")
+        >>> check_device("cpu"); check_device("cuda:1"); check_device("cpu:0")
         >>> check_device("tpu")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         xtree_gym.errors.ConfigError: device = 'tpu' -- fix: use cpu, cuda, cuda:N or mps
@@ -350,7 +350,7 @@ def check_device(device: Any) -> None:
 
     if not isinstance(device, str):
         return  # a torch.device built by the caller
-    if not re.fullmatch(r"cpu|mps|cuda(:\d+)?", device):
+    if not re.fullmatch(r"(cpu|mps|cuda|xpu)(:\d+)?", device):  # Accelerate names ranks' devices cpu:0
         raise ConfigError(f"device = {device!r}", fix="use cpu, cuda, cuda:N or mps")
 
 
