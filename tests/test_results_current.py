@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 import shlex
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from experiments import _corpora
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
@@ -43,8 +44,10 @@ def test_every_results_folder_records_its_commit_and_config() -> None:
 
 
 def _regenerate(folder: str, module: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    if folder in NEEDS_WEBSHOP and not os.environ.get("XTREE_WEBSHOP_DATA"):
-        pytest.skip("set XTREE_WEBSHOP_DATA to the WebShop 1000-product folder to regenerate WebShop rows")
+    if folder in NEEDS_WEBSHOP and _corpora.webshop_data_dir() is None:
+        pytest.skip(
+            "the WebShop catalogue is not present ($XTREE_WEBSHOP_DATA or ../shared/reference/webshop)"
+        )
     prov = json.loads((RESULTS / folder / "provenance.json").read_text(encoding="utf-8"))
     args = shlex.split(prov["command"])[3:]  # after "python -m experiments.NAME"
     args = [a for i, a in enumerate(args) if a != "--out" and (i == 0 or args[i - 1] != "--out")]
