@@ -6,11 +6,8 @@ step, ``goto('file:///x%00')`` is an invalid action. Real Chromium and a real lo
 
 from __future__ import annotations
 
-import functools
-import http.server
 import os
 import signal
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,40 +20,25 @@ pytestmark = pytest.mark.browser
 SECRET = "xtree-local-secret-4711"
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
-def _serve(folder: Path) -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(_Quiet, directory=str(folder))
-    )
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def site(tmp_path_factory: pytest.TempPathFactory, serve_folder: Any) -> Iterator[str]:
     """The agent's start site: a page, and a page holding an iframe of a local file."""
     d = tmp_path_factory.mktemp("site")
     (d / "start.html").write_text("<html><body><h1>Start page</h1><button>Go</button></body></html>")
     (d / "framed.html").write_text(
         '<html><body><h1>Framed</h1><iframe src="file:///etc/hostname"></iframe></body></html>'
     )
-    yield from _serve(d)
+    with serve_folder(d) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
-def secret_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def secret_service(tmp_path_factory: pytest.TempPathFactory, serve_folder: Any) -> Iterator[str]:
     """Another loopback service of this machine, which the agent must not read."""
     d = tmp_path_factory.mktemp("secret")
     (d / "secret.html").write_text(f"<html><body><p>{SECRET}</p></body></html>")
-    yield from _serve(d)
+    with serve_folder(d) as url:
+        yield url
 
 
 def _env(browser_chromium: str, url: str, **kw: Any) -> Any:
