@@ -186,6 +186,10 @@ def setup(work: Path) -> dict[str, Path]:
         )
     except ImportError:
         pass
+    from xtree_gym.corpus import Step, Trajectory, write_corpus
+
+    steps = [Step(f"look at thing {i}", observation=f"You see thing {i}.") for i in range(10_000)]
+    write_corpus(work / "long.jsonl", [Trajectory("long", steps, True, env="scienceworld", goal="g")])
     bad_metrics = work / "badrun"
     bad_metrics.mkdir()
     (bad_metrics / "metrics.jsonl").write_text('{"step": "one", "loss": 1.0}\n{"step": "two", "loss": 0.5}\n')
@@ -347,6 +351,21 @@ def file_cases(work: Path, f: dict[str, Path]) -> list[Case]:
         Case("write error (file too large)", [*mine, str(out)], refused(str(out), "too large"), fsize=300)
     )
     cases.append(Case("the same corpus twice", ["stats", SAMPLE, SAMPLE], refused("again")))
+    long_rows = [
+        "sft-rows",
+        str(work / "long.jsonl"),
+        "--format",
+        "standard",
+        "-o",
+        str(work / "long-rows.jsonl"),
+    ]
+    cases.append(  # was 3.7 GB RSS and quadratic time; rows now stream and each prompt is bounded
+        Case(
+            "sft-rows standard, one 10k-step trajectory",
+            long_rows,
+            succeeds(lambda r: r.peak_kib < 400 << 10),
+        )
+    )
     cases.append(
         Case("gz bomb: 1 GiB of NUL bytes", ["stats", str(work / "bomb.jsonl.gz")], _bounded(1 << 20))
     )

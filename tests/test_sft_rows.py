@@ -200,3 +200,64 @@ def test_rows_round_trip_and_cli(tree, tmp_path, capsys):
         main([*argv, "--harness", "line-test", "-o", str(tmp_path / "c.jsonl")]) == 1
     )  # never overwrite input
     assert "input" in capsys.readouterr().err
+
+
+def _long_traj(n: int) -> Trajectory:
+    steps = [
+        Step(f"look at thing {i}", observation=f"You see thing {i}.", token="look<thing>") for i in range(n)
+    ]
+    return Trajectory("long", steps, True, env="scienceworld", task="t", goal="g",
+                      extra={"initial_observation": "A room."})  # fmt: skip
+
+
+def test_rows_stream_and_equal_the_list(tree):
+    from xtree_gym.agents.sft_rows import iter_rows
+
+    it = iter_rows([_traj(i) for i in range(3)], "node", tree=tree, harness="line-test")
+    assert iter(it) is it  # a generator, not a list: rows are built as they are written
+    first = next(it)
+    rest = list(it)
+    listed = build_rows([_traj(i) for i in range(3)], "node", tree=tree, harness="line-test")
+    assert [r.to_dict() for r in [first, *rest]] == [r.to_dict() for r in listed]
+    assert summarize(iter(listed)) == summarize(listed)  # one pass over a stream
+
+
+def test_history_cap_bounds_every_prompt():
+    """A 3000-step trajectory: the last prompt lists at most ``history_cap`` steps, so it is as long as
+    the prompt at step 100 (without the cap it would list 2999 actions)."""
+    from xtree_gym.agents.sft_rows import iter_rows, load_harness
+
+    rows = list(iter_rows([_long_traj(3000)], "standard", harness=load_harness("rlvmr", history_cap=50)))
+    last, early = rows[-1].messages[0]["content"], rows[100].messages[0]["content"]
+    assert "[Steps 1-2949 not shown]" in last and "Action 2950: 'look at thing 2949'" in last
+    assert "Action 2949:" not in last and "look at thing 2948'" not in last
+    assert "You have taken 2999 step(s)" in last
+    assert len(last) < 1.2 * len(early)  # the same 50 lines; only the step numbers grow (2 -> 4 digits)
+    assert abs(len(last) - len(rows[1500].messages[0]["content"])) < 10
+    # below the cap nothing changes: the default cap (1000) lists every step of a 120-step episode
+    full = list(iter_rows([_long_traj(120)], "standard", harness="rlvmr"))[-1].messages[0]["content"]
+    assert "not shown" not in full and "Action 1: 'look at thing 0'" in full
+
+
+def test_node_harness_history_cap():
+    from xtree_gym.agents.harness.base import HarnessState, get_harness
+
+    h = get_harness("node", history_cap=2)
+    s = HarnessState(goal="g", observation="o", history=[(f"a{i}", f"o{i}") for i in range(5)])
+    text = h.render(s)[-1]["content"]
+    assert "[Turns 1-3 not shown]" in text and "'a3'" in text and "'a2'" not in text
+    with pytest.raises(ConfigError, match="history_cap=0 must be >= 1"):
+        get_harness("node", history_cap=0)
+
+
+def test_cli_history_cap(tmp_path, capsys):
+    from xtree_gym.cli import main
+
+    write_corpus(tmp_path / "c.jsonl", [_long_traj(40)])
+    argv = ["sft-rows", str(tmp_path / "c.jsonl"), "--format", "standard", "-o", str(tmp_path / "r.jsonl")]
+    assert main([*argv, "--history-cap", "5"]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["rows"] == 40
+    last = read_rows(tmp_path / "r.jsonl")[-1].messages[0]["content"]
+    assert "[Steps 1-34 not shown]" in last
+    assert main([*argv, "--history-cap", "0"]) == 1
+    assert "--history-cap 0 must be >= 1" in capsys.readouterr().err

@@ -215,6 +215,7 @@ def tiny_random(seed: int = 0, attn: str | None = None) -> tuple[Any, Any]:
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     tok = tiny_tokenizer()
+    extra: dict[str, Any] = {"attn_implementation": attn} if attn else {}
     config = Qwen2Config(  # type: ignore[call-arg]  # transformers 5 types these kwargs via **kwargs
         vocab_size=len(tok),
         hidden_size=64,
@@ -227,7 +228,7 @@ def tiny_random(seed: int = 0, attn: str | None = None) -> tuple[Any, Any]:
         eos_token_id=tok.eos_token_id,
         pad_token_id=tok.pad_token_id,
         bos_token_id=None,
-        **({"attn_implementation": attn} if attn else {}),
+        **extra,
     )
     with torch.random.fork_rng(devices=[]):  # seed the init without moving the caller's RNG
         torch.manual_seed(seed)

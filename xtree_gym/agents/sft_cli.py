@@ -23,6 +23,11 @@ def register_cli(sub: Any, collect_sub: Any) -> None:
     p.add_argument("--tokenizer", help="model name or HF folder whose tokenizer fills input_ids / loss_mask")
     p.add_argument("--domain", help="canonicalizer for steps without a 'token' (e.g. scienceworld)")
     p.add_argument("--seed", type=int, default=0, help="seed of the span format's random cuts")
+    p.add_argument(
+        "--history-cap",
+        type=int,
+        help="most earlier steps a prompt lists (default 1000; older ones become one 'not shown' line)",
+    )
     p.add_argument("-o", "--output", required=True, help="rows file to write (JSONL)")
     p.set_defaults(func=cmd_sft_rows)
 
@@ -45,22 +50,35 @@ def refuse_overwrite(output: str, inputs: list[str]) -> None:
 def cmd_sft_rows(args: argparse.Namespace) -> int:
     from ..corpus import read_corpus
     from ..tree import XTree
-    from .sft_rows import build_rows, summarize, write_rows
+    from .sft_rows import RowSummary, iter_rows, load_harness, write_rows
 
     refuse_overwrite(args.output, [*args.corpus, *([args.tree] if args.tree else [])])
     corpus = read_corpus(args.corpus)
     tree = XTree.load(args.tree) if args.tree else None
     tokenizer = load_tokenizer(args.tokenizer) if args.tokenizer else None
-    rows = build_rows(
+    harness = args.harness
+    if args.history_cap is not None:
+        if args.history_cap < 1:
+            raise ConfigError(
+                f"--history-cap {args.history_cap} must be >= 1", fix="pass a positive step count"
+            )
+        from .sft_rows import default_harness_name
+
+        env = next((t.env for t in corpus.trajectories if t.steps), "") or (args.domain or "")
+        harness = load_harness(
+            harness or default_harness_name(args.format, env), history_cap=args.history_cap
+        )
+    rows = iter_rows(
         corpus.trajectories,
         args.format,
         tree=tree,
-        harness=args.harness,
+        harness=harness,
         domain=args.domain,
         tokenizer=tokenizer,
         seed=args.seed,
         progress=None,
     )
-    write_rows(args.output, rows)
-    print(json.dumps(summarize(rows)))
+    summary = RowSummary()  # rows stream from the builder through the summary into the file
+    write_rows(args.output, (summary.add(r) for r in rows))
+    print(json.dumps(summary.result()))
     return 0

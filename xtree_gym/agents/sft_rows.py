@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -187,7 +187,11 @@ def node_target(harness: Harness, actions: Sequence[str], planning: str) -> str:
 def _state(
     traj: Trajectory, start: int, history: list[tuple[str, str]], turn: int, tokens: Sequence[str]
 ) -> HarnessState:
-    """What the agent saw before step ``start``: the step's recorded ``info`` (e.g. objects in view) if any."""
+    """What the agent saw before step ``start``: the step's recorded ``info`` (e.g. objects in view) if any.
+
+    ``history`` and ``tokens`` are passed as they are, not copied: the state lives only while the
+    harness renders it, and a copy per row would make a long trajectory's rows quadratic.
+    """
     first = str(traj.extra.get("initial_observation", ""))
     prev = traj.steps[start - 1] if start else None
     obs = prev.observation if prev is not None else first
@@ -195,12 +199,27 @@ def _state(
     return HarnessState(
         goal=traj.goal,
         observation=obs,
-        history=list(history),
+        history=history,
         turn=turn,
         info=dict(info) if isinstance(info, dict) else {},
         initial_observation=first,
-        tokens=list(tokens[:start]),
+        tokens=tokens,  # type: ignore[arg-type]  # a read-only view is enough for rendering
     )
+
+
+class _Prefix(Sequence[str]):
+    """``tokens[:end]`` without the copy (``end`` moves forward as rows are built)."""
+
+    def __init__(self, tokens: Sequence[str]) -> None:
+        self.tokens, self.end = tokens, 0
+
+    def __len__(self) -> int:
+        return min(self.end, len(self.tokens))
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return list(self.tokens[: len(self)])[i]
+        return self.tokens[range(len(self))[i]]  # range() raises the IndexError a list would
 
 
 def trajectory_rows(
@@ -210,17 +229,19 @@ def trajectory_rows(
     fmt: str,
     tokens: Sequence[str],
     glosses: Sequence[str],
-) -> list[SFTRow]:
-    """The rows of one trajectory cut at ``segments``; ``tokens[i]`` / ``glosses[i]`` are step i's.
+) -> Iterator[SFTRow]:
+    """The rows of one trajectory cut at ``segments``, one at a time; ``tokens[i]`` / ``glosses[i]`` are step i's.
 
     ``glosses`` phrase the planning block; ``tokens`` (may be empty) fill ``HarnessState.tokens``
     with the steps before the row, for harnesses whose advice reads them.
 
     A ``standard`` row's target is ``harness.format_response(action, thought)`` and its history is
     one entry per step; the other formats carry one entry per segment and a :func:`node_target`.
+    Rows are yielded as they are built and the harness bounds what a prompt lists
+    (``history_cap``), so memory stays flat however long the trajectory is.
     """
-    rows: list[SFTRow] = []
     history: list[tuple[str, str]] = []
+    seen = _Prefix(tokens)
     for turn, (start, end, node) in enumerate(segments):
         steps = traj.steps[start:end]
         actions = [s.action for s in steps]
@@ -229,21 +250,19 @@ def trajectory_rows(
         else:
             planning = planning_text([s.thought for s in steps], glosses[start:end])
             target = node_target(harness, actions, planning)
-        rows.append(
-            SFTRow(
-                id=f"{traj.id}@{start}:{end}#{fmt}",
-                format=fmt,
-                trajectory_id=traj.id,
-                start=start,
-                end=end,
-                node=node,
-                messages=harness.render(_state(traj, start, history, turn, tokens)),
-                target=target,
-                actions=actions,
-            )
+        seen.end = start
+        yield SFTRow(
+            id=f"{traj.id}@{start}:{end}#{fmt}",
+            format=fmt,
+            trajectory_id=traj.id,
+            start=start,
+            end=end,
+            node=node,
+            messages=harness.render(_state(traj, start, history, turn, seen)),
+            target=target,
+            actions=actions,
         )
         history.append((JOIN.join(actions), steps[-1].observation))
-    return rows
 
 
 def load_harness(name: str, **kwargs: Any) -> Harness:
@@ -286,12 +305,39 @@ def build_rows(
     seed: int = 0,
     progress: bool | None = False,
 ) -> list[SFTRow]:
-    """The SFT rows of a corpus in format ``fmt`` (see the module docstring).
+    """The SFT rows of a corpus in format ``fmt`` as a list (see :func:`iter_rows`, which streams them)."""
+    return list(
+        iter_rows(
+            trajectories,
+            fmt,
+            tree=tree,
+            harness=harness,
+            domain=domain,
+            tokenizer=tokenizer,
+            seed=seed,
+            progress=progress,
+        )
+    )
+
+
+def iter_rows(
+    trajectories: Sequence[Trajectory],
+    fmt: str,
+    *,
+    tree: XTree | None = None,
+    harness: Harness | str | None = None,
+    domain: str | None = None,
+    tokenizer: Any = None,
+    seed: int = 0,
+    progress: bool | None = False,
+) -> Iterator[SFTRow]:
+    """The SFT rows of a corpus in format ``fmt``, yielded one at a time (see the module docstring).
 
     ``tree`` is required for ``node`` and ``span`` (the span lengths are the node rows' lengths);
     ``domain`` canonicalizes steps without a ``token``. ``harness`` is a :class:`Harness`, a name,
     or ``None`` for :func:`default_harness_name`. ``span`` cuts are drawn from ``seed`` in corpus
-    order, so the same corpus and seed give the same rows.
+    order, so the same corpus and seed give the same rows. Bad arguments raise before the first
+    row; progress counts steps (so one long trajectory shows it moving).
     """
     from ..progress import Progress
     from ..render.cards import domain_glosses, gloss
@@ -307,24 +353,41 @@ def build_rows(
         harness = load_harness(harness or default_harness_name(fmt, trajs[0].env or (domain or "")))
     tokens = _tokens(trajs, domain, required=fmt != "standard")
     table = domain_glosses(domain or trajs[0].env)
+    return _rows(trajs, tokens, fmt, tree, harness, table, tokenizer, seed, Progress, gloss, progress)
+
+
+def _rows(
+    trajs: list[Trajectory],
+    tokens: list[list[str]],
+    fmt: str,
+    tree: XTree | None,
+    harness: Harness,
+    table: Any,
+    tokenizer: Any,
+    seed: int,
+    progress_cls: Any,
+    gloss: Any,
+    progress: bool | None,
+) -> Iterator[SFTRow]:
+    """The generator behind :func:`iter_rows` (split off so argument errors raise at the call)."""
     rng = np.random.default_rng(seed)
-    rows: list[SFTRow] = []
-    bar = Progress(total=len(trajs), desc=f"sft rows ({fmt})", enabled=progress)
-    for traj, toks in zip(trajs, tokens):
-        if fmt == "standard":
-            segs = standard_segments(len(traj.steps))
-        else:
-            assert tree is not None
-            segs = tiling_segments(tree, toks)
-            if fmt == "span":
-                segs = span_segments([e - s for s, e, _ in segs], rng)
-        out = trajectory_rows(traj, segs, harness, fmt, toks, [gloss(k, table) for k in toks])
-        if tokenizer is not None:
-            out = [tokenize_row(r, tokenizer) for r in out]
-        rows.extend(out)
-        bar.update()
-    bar.close()
-    return rows
+    bar = progress_cls(
+        total=sum(len(t.steps) for t in trajs), desc=f"sft rows ({fmt}, steps)", enabled=progress
+    )
+    try:
+        for traj, toks in zip(trajs, tokens):
+            if fmt == "standard":
+                segs = standard_segments(len(traj.steps))
+            else:
+                assert tree is not None
+                segs = tiling_segments(tree, toks)
+                if fmt == "span":
+                    segs = span_segments([e - s for s, e, _ in segs], rng)
+            for row in trajectory_rows(traj, segs, harness, fmt, toks, [gloss(k, table) for k in toks]):
+                yield tokenize_row(row, tokenizer) if tokenizer is not None else row
+                bar.update(row.end - row.start)
+    finally:
+        bar.close()
 
 
 # ----------------------------------------------------------------------------- tokens
@@ -375,29 +438,59 @@ def tokenize_row(row: SFTRow, tokenizer: Any) -> SFTRow:
     return row
 
 
-def summarize(rows: Sequence[SFTRow]) -> dict[str, Any]:
-    """The JSON line ``xtree sft-rows`` prints: rows, supervised_actions, tokens, tokens_per_action.
+class RowSummary:
+    """The JSON line ``xtree sft-rows`` prints, accumulated one row at a time (rows are streamed).
 
     ``tokens`` (prompt + target) and ``tokens_per_action`` are ``None`` when the rows were built
     without a tokenizer; ``prompt_share`` is the fraction of the tokens that are prompt.
+    """
+
+    def __init__(self) -> None:
+        self.rows = self.actions = self.tokens = self.prompt = 0
+        self.tokenized = True
+
+    def add(self, row: SFTRow) -> SFTRow:
+        """Count ``row`` and return it (so the summary can sit inside a stream)."""
+        self.rows += 1
+        self.actions += row.n_actions
+        if row.input_ids is None or row.loss_mask is None:
+            self.tokenized = False
+        else:
+            self.tokens += len(row.input_ids)
+            self.prompt += len(row.loss_mask) - sum(row.loss_mask)
+        return row
+
+    def result(self) -> dict[str, Any]:
+        if not self.rows or not self.tokenized:
+            return {
+                "rows": self.rows,
+                "supervised_actions": self.actions,
+                "tokens": None,
+                "tokens_per_action": None,
+            }
+        return {
+            "rows": self.rows,
+            "supervised_actions": self.actions,
+            "tokens": self.tokens,
+            "tokens_per_action": round(self.tokens / max(self.actions, 1), 2),
+            "prompt_share": round(self.prompt / max(self.tokens, 1), 4),
+        }
+
+
+def summarize(rows: Iterable[SFTRow]) -> dict[str, Any]:
+    """The JSON line ``xtree sft-rows`` prints: rows, supervised_actions, tokens, tokens_per_action.
+
+    One pass over ``rows`` (see :class:`RowSummary`).
 
     Example:
         >>> r = SFTRow("t@0:2#node", "node", "t", 0, 2, "S0", [], "x", ["a", "b"], [1, 2, 3, 4], [0, 0, 0, 1])
         >>> summarize([r])
         {'rows': 1, 'supervised_actions': 2, 'tokens': 4, 'tokens_per_action': 2.0, 'prompt_share': 0.75}
     """
-    actions = sum(r.n_actions for r in rows)
-    if not rows or any(r.input_ids is None or r.loss_mask is None for r in rows):
-        return {"rows": len(rows), "supervised_actions": actions, "tokens": None, "tokens_per_action": None}
-    tokens = sum(len(r.input_ids or []) for r in rows)
-    prompt = sum(len(r.loss_mask or []) - sum(r.loss_mask or []) for r in rows)
-    return {
-        "rows": len(rows),
-        "supervised_actions": actions,
-        "tokens": tokens,
-        "tokens_per_action": round(tokens / max(actions, 1), 2),
-        "prompt_share": round(prompt / max(tokens, 1), 4),
-    }
+    acc = RowSummary()
+    for row in rows:
+        acc.add(row)
+    return acc.result()
 
 
 def write_rows(path: str | os.PathLike[str], rows: Iterable[SFTRow]) -> int:

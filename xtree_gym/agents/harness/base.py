@@ -214,6 +214,6 @@ def get_harness(name: str, **kwargs: Any) -> Harness:
         bad = str(exc).split("unexpected keyword argument")[-1].strip()
         raise ConfigError(
             f"harness {name!r} has no option {bad}",
-            fix="use template=, advice=, advice_corpus=, advice_top_k=, advice_domain=, history_length= "
-            "(browsergym also: benchmark=, parse_retries=, action_subsets=)",
+            fix="use template=, advice=, advice_corpus=, advice_top_k=, advice_domain=, history_length=, "
+            "history_cap= (browsergym also: benchmark=, parse_retries=, action_subsets=)",
         ) from exc

@@ -10,6 +10,8 @@ Every protocol harness takes the same keyword options through ``get_harness(name
 * ``advice_domain=D``: the canonicalizer whose glosses phrase the hint (and that tokenizes corpus
   steps without a token); each protocol's env by default, none for ``node``;
 * ``history_length=N``: how many recent steps the prompt shows in full (each protocol's default).
+* ``history_cap=N``: the most earlier steps any part of a prompt lists (default
+  :data:`DEFAULT_HISTORY_CAP`), so a prompt stays bounded however long the episode runs.
 """
 
 from __future__ import annotations
@@ -60,6 +62,11 @@ def build_advisor(
     return Advisor(xtree, usage, top_k=top_k, domain=domain, options=options)
 
 
+DEFAULT_HISTORY_CAP = 1000
+"""The most earlier steps a prompt lists by default: above every gold episode we ship (ScienceWorld's
+longest is 754 steps), so no shipped row changes, while a 10^6-step trajectory's prompts stay bounded."""
+
+
 class WordedHarness(Harness):
     """A harness whose prompt text lives in named wording fields (``WORDING``) with declared placeholders."""
 
@@ -81,12 +88,18 @@ class WordedHarness(Harness):
         advice_top_k: int = 8,
         advice_domain: str | None = None,
         history_length: int | None = None,
+        history_cap: int | None = None,
     ) -> None:
         self._advice_domain = advice_domain  # overrides the protocol's domain (``node`` runs on any env)
         self.words = load_wording(self.WORDING, self.PLACEHOLDERS, template)
         self.history_length = self.default_history if history_length is None else int(history_length)
         if self.history_length < 0:
             raise ConfigError(f"history_length={history_length!r} must be >= 0")
+        self.history_cap = DEFAULT_HISTORY_CAP if history_cap is None else int(history_cap)
+        if self.history_cap < 1:
+            raise ConfigError(f"history_cap={history_cap!r} must be >= 1", fix="pass a positive step count")
+        # the recent window never lists more than the cap either
+        self.history_length = min(self.history_length, self.history_cap)
         if advice is None or hasattr(advice, "hint"):
             self.advisor = advice
         else:
@@ -112,6 +125,28 @@ class WordedHarness(Harness):
             return ""
         hint = self.advisor.hint(state.goal, history=list(state.tokens))
         return f"{hint}\n\n" if hint else ""
+
+
+def observation_before(state: HarnessState, j: int) -> str:
+    """The observation the agent saw before action ``j`` of ``state.history`` (O(1), for bounded prompts).
+
+    Example:
+        >>> s = HarnessState(goal="g", observation="o2", history=[("a1", "o1"), ("a2", "o2")],
+        ...                  initial_observation="o0")
+        >>> [observation_before(s, j) for j in range(2)]
+        ['o0', 'o1']
+    """
+    return state.initial_observation if j == 0 else state.history[j - 1][1]
+
+
+def listed_from(state: HarnessState, cap: int) -> int:
+    """The first history index a prompt lists when it shows at most ``cap`` earlier steps.
+
+    Example:
+        >>> listed_from(HarnessState(goal="g", observation="o", history=[("a", "o")] * 5), 3)
+        2
+    """
+    return max(0, len(state.history) - cap)
 
 
 def observations_before(state: HarnessState) -> list[str]:

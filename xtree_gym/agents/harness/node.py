@@ -23,7 +23,7 @@ from typing import ClassVar
 
 from ..types import ParsedAction
 from .base import HarnessState, Message, register_harness
-from .common import WordedHarness, joined, observations_before
+from .common import WordedHarness, joined, listed_from, observation_before
 from .wording import first_tag, tag_blocks
 
 JOIN = "; "
@@ -40,6 +40,7 @@ WORDING: dict[str, str] = {
     "history": "Turns so far: {turns}. Their actions, and for the last {recent} the observation "
     "seen before them:\n{lines}\n",
     "old_turn": "[Turn {n}: '{actions}']",
+    "omitted": "[Turns 1-{n} not shown]",
     "recent_turn": "[Turn {n}, Observation: '{observation}', Actions: '{actions}']",
     "valid": "Actions you may take now: [{actions}]\n",
 }
@@ -48,6 +49,7 @@ PLACEHOLDERS: dict[str, frozenset[str]] = {
     "user": frozenset({"task", "history", "observation", "valid", "advice"}),
     "history": frozenset({"turns", "recent", "lines"}),
     "old_turn": frozenset({"n", "actions"}),
+    "omitted": frozenset({"n"}),
     "recent_turn": frozenset({"n", "observation", "actions"}),
     "valid": frozenset({"actions"}),
 }
@@ -96,14 +98,16 @@ class NodeHarness(WordedHarness):
         k = len(state.history)
         if k == 0:
             return ""
-        seen = observations_before(state)
+        first = listed_from(state, self.history_cap)  # at most history_cap turns listed
         recent_from = max(0, k - self.history_length)
-        lines = [
-            self.say("old_turn", n=j + 1, actions=acts)
-            if j < recent_from
-            else self.say("recent_turn", n=j + 1, observation=seen[j], actions=acts)
-            for j, (acts, _) in enumerate(state.history)
-        ]
+        lines = [self.say("omitted", n=first)] if first else []
+        for j in range(first, k):
+            acts = state.history[j][0]
+            if j < recent_from:
+                lines.append(self.say("old_turn", n=j + 1, actions=acts))
+            else:
+                seen = observation_before(state, j)
+                lines.append(self.say("recent_turn", n=j + 1, observation=seen, actions=acts))
         return self.say("history", turns=k, recent=k - recent_from, lines="\n".join(lines))
 
     def render(self, state: HarnessState) -> list[Message]:

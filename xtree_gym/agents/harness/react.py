@@ -18,7 +18,7 @@ from typing import ClassVar
 
 from ..types import ParsedAction
 from .base import HarnessState, Message, register_harness
-from .common import WordedHarness, observations_before
+from .common import WordedHarness, observation_before
 
 WORDING: dict[str, str] = {
     "system": "You are shopping online in a web store. Each turn you get the page as an observation "
@@ -87,13 +87,15 @@ class ReActWebShopHarness(WordedHarness):
 
     def render(self, state: HarnessState) -> list[Message]:
         messages: list[Message] = [{"role": "system", "content": self.say("system")}]
-        seen = observations_before(state)
         k = len(state.history)
         for j in range(max(0, k - self.history_length), k):
             action = state.history[j][0]
             response = state.responses[j] if j < len(state.responses) else self.format_response(action)
             messages.append(
-                {"role": "user", "content": self.say("observation", observation=seen[j], advice="")}
+                {
+                    "role": "user",
+                    "content": self.say("observation", observation=observation_before(state, j), advice=""),
+                }
             )
             messages.append({"role": "assistant", "content": response})
         last = self.say("observation", observation=state.observation, advice=self.advice_block(state))

@@ -21,7 +21,14 @@ from typing import Any, ClassVar
 
 from ..types import ParsedAction
 from .base import HarnessState, Message, register_harness
-from .common import WordedHarness, format_think_action, joined, observations_before, parse_think_action
+from .common import (
+    WordedHarness,
+    format_think_action,
+    joined,
+    listed_from,
+    observation_before,
+    parse_think_action,
+)
 
 _INTRO = "You are an agent in ScienceWorld, a text simulator of elementary-school science experiments.\n"
 _VIEW = (
@@ -42,12 +49,14 @@ WORDING: dict[str, str] = {
     + "This is step {current_step}. What you observe now: {observation}\n"
     + _VIEW,
     "old_step": "[Step {n}, Action {n}: '{action}']",
+    "omitted": "[Steps 1-{n} not shown]",
     "recent_step": "[Step {n}, Observation {n}: '{observation}', Action {n}: '{action}']",
 }
 _VIEW_FIELDS = frozenset({"task", "observation", "action_templates", "objects", "advice"})
 PLACEHOLDERS: dict[str, frozenset[str]] = {
     "first": _VIEW_FIELDS,
     "later": _VIEW_FIELDS | {"step_count", "history_length", "action_history", "current_step"},
+    "omitted": frozenset({"n"}),
     "old_step": frozenset({"n", "action"}),
     "recent_step": frozenset({"n", "observation", "action"}),
 }
@@ -85,17 +94,22 @@ class RLVMRHarness(WordedHarness):
         return out
 
     def action_history(self, state: HarnessState) -> str:
-        """Earlier actions alone, then the last ``history_length`` steps with the observation before each."""
-        seen = observations_before(state)
+        """Earlier actions alone, then the last ``history_length`` steps with the observation before each.
+
+        At most ``history_cap`` earlier steps are listed; older ones are one "not shown" line, so a
+        prompt's size (and the time to build it) does not grow with the episode.
+        """
         k = len(state.history)
+        first = listed_from(state, self.history_cap)
         recent_from = max(0, k - self.history_length)
-        lines = []
-        for j, (action, _) in enumerate(state.history):
-            n = j + 1
+        lines = [self.say("omitted", n=first)] if first else []
+        for j in range(first, k):
+            n, action = j + 1, state.history[j][0]
             if j < recent_from:
                 lines.append(self.say("old_step", n=n, action=action))
             else:
-                lines.append(self.say("recent_step", n=n, observation=seen[j], action=action))
+                seen = observation_before(state, j)
+                lines.append(self.say("recent_step", n=n, observation=seen, action=action))
         return "\n".join(lines)
 
     def render(self, state: HarnessState) -> list[Message]:

@@ -16,7 +16,7 @@ from typing import ClassVar
 
 from ..types import ParsedAction
 from .base import HarnessState, Message, register_harness
-from .common import WordedHarness, format_think_action, joined, observations_before, parse_think_action
+from .common import WordedHarness, format_think_action, joined, observation_before, parse_think_action
 
 _ANSWER = "Think step by step first, inside <think> </think>.\nThen give exactly one action inside <action> </action>."
 _STEPS = "Your last {history_length} step(s), each with what you saw before it:\n{action_history}\n"
@@ -54,10 +54,11 @@ class _TextGameBase(WordedHarness):
     step_limit: ClassVar[int] = 30
 
     def history_block(self, state: HarnessState) -> tuple[int, str]:
-        seen = observations_before(state)
         k = len(state.history)
         lines = [
-            self.say("recent_step", n=j + 1, observation=seen[j], action=state.history[j][0])
+            self.say(
+                "recent_step", n=j + 1, observation=observation_before(state, j), action=state.history[j][0]
+            )
             for j in range(max(0, k - self.history_length), k)
         ]
         return min(self.history_length, k), "\n".join(lines)

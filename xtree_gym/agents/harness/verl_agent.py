@@ -21,7 +21,7 @@ from typing import ClassVar
 
 from ..types import ParsedAction
 from .base import HarnessState, Message, register_harness
-from .common import WordedHarness, format_think_action, observations_before, parse_think_action
+from .common import WordedHarness, format_think_action, observation_before, parse_think_action
 
 SEP = " [SEP] "
 
@@ -108,11 +108,13 @@ class VerlAgentWebShopHarness(WordedHarness):
         k = len(state.history)
         if k == 0 or self.history_length == 0:
             return [{"role": "user", "content": self.say("first", **view)}]
-        seen = observations_before(state)
         start = max(0, k - self.history_length)
         lines = [
             self.say(
-                "recent_step", n=j + 1, observation=webshop_view(seen[j], task), action=state.history[j][0]
+                "recent_step",
+                n=j + 1,
+                observation=webshop_view(observation_before(state, j), task),
+                action=state.history[j][0],
             )
             for j in range(start, k)
         ]
