@@ -24,9 +24,9 @@ from typing import Any
 
 import gymnasium as gym
 
-from xtree_gym.config import MinerConfig
 from xtree_gym.corpus import Step, Trajectory, read_corpus
 from xtree_gym.mining import mine, trajectory_tokens
+from xtree_gym.mining.config import MinerConfig
 from xtree_gym.wrappers.reward import InvalidActionPenalty, XTreeBonus
 
 GOLD = Path(__file__).resolve().parents[2] / "shared" / "data" / "scienceworld" / "train-gold.jsonl"
@@ -102,8 +102,8 @@ def instance_figures() -> None:
     """Instance counts (Appendix E's figures, on ScienceWorld gold) and the bonus surface (Table 20)."""
     import statistics
 
-    from xtree_gym.instances import depth_histogram, length_histogram, make_instances, random_tree
     from xtree_gym.rewards import sequence_bonus
+    from xtree_gym.rewards.instances import depth_histogram, length_histogram, make_instances, random_tree
 
     c = read_corpus(GOLD)
     tokens = trajectory_tokens(c.trajectories, "scienceworld")

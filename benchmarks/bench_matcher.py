@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from xtree_gym import XTree
-from xtree_gym.matching import naive_find_matches
+from xtree_gym.mining.matching import naive_find_matches
 
 
 def load_tree(path: str | None) -> XTree:

@@ -33,7 +33,7 @@ import time
 
 import numpy as np
 
-from xtree_gym.mdl import (
+from xtree_gym.reuserl.mdl import (
     MDLConfig,
     _vector_seg,
     brute_force_dictionary,
@@ -231,7 +231,7 @@ def in_loop(seed: int, buffer: int, group: int) -> None:
     """Per-step costs of the in-loop dictionary: buffer refresh, shape() of a group, a lone group."""
     import os
 
-    from xtree_gym.mdl import ReuseRLShaper, extract_dictionary_reference
+    from xtree_gym.reuserl.mdl import ReuseRLShaper, extract_dictionary_reference
 
     print("load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     print(

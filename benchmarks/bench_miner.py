@@ -103,9 +103,9 @@ def run_worker(engine: str, n: int, merges: int) -> dict[str, float]:
         n_merges = len(tok.get_vocab()) - len(vocab)
     else:
         sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-        from xtree_gym.config import MinerConfig
         from xtree_gym.mining import EncodedCorpus, reference_mine
-        from xtree_gym.mining_fast import fast_mine
+        from xtree_gym.mining.config import MinerConfig
+        from xtree_gym.mining.fast import fast_mine
 
         cfg = MinerConfig(p_len=0, p_succ=0, eta=0, cap=merges, max_len=10**6, min_freq=2)
         t0 = time.perf_counter()

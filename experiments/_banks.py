@@ -11,11 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from xtree_gym.config import MinerConfig
 from xtree_gym.corpus import Trajectory
-from xtree_gym.instances import random_tree
 from xtree_gym.mining import mine, trajectory_tokens
-from xtree_gym.tree import Node, XTree
+from xtree_gym.mining.config import MinerConfig
+from xtree_gym.mining.tree import Node, XTree
+from xtree_gym.rewards.instances import random_tree
 
 
 def save(tree: XTree, path: Path) -> str:

@@ -8,7 +8,9 @@ Each script writes ``results/<name>/`` (``results/<name>_smoke/`` for ``--smoke`
 - ``*.png``: the figures (matplotlib, Agg backend, no timestamp in the file).
 
 Scripts call :func:`experiment_main` with their two config instances and a ``run(cfg, out_dir)``
-function that returns the results dict; this module adds the provenance and prints the table.
+function that returns a :class:`Report` (what is particular to the table); this module is the one tail
+that adds the provenance, writes the folder and prints the table. The arms × seeds loop the training
+tables share is :func:`experiments._runner.run_grid`.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from xtree_gym._io import atomic_write_text
+from xtree_gym.corpus.io import atomic_write_text
 from xtree_gym.errors import ConfigError, XTreeError
 
 RESULTS_ROOT = Path("results")
@@ -66,6 +68,16 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]], digits:
     return "\n".join(lines)
 
 
+def page(title: str, *blocks: str) -> str:
+    """``table.md``'s layout: the title line, then each block (a table, a note), a blank line between.
+
+    Example:
+        >>> page("# Table 9", "| a |\\n|---|", "Note.")
+        '# Table 9\\n\\n| a |\\n|---|\\n\\nNote.'
+    """
+    return "\n\n".join([title, *blocks])
+
+
 def save_png(fig: Any, path: Path) -> None:
     """Write a matplotlib figure atomically, byte-stable (the toolkit's one PNG writer)."""
     from xtree_gym.render.figures import save_png as write_png
@@ -88,6 +100,18 @@ def new_figure(w: float, h: float, ncols: int = 1, nrows: int = 1) -> tuple[Any,
 def machine() -> dict[str, Any]:
     """CPUs and load average now: the context a timing needs."""
     return {"cpus": os.cpu_count(), "loadavg": [round(x, 2) for x in os.getloadavg()]}
+
+
+@dataclasses.dataclass(frozen=True)
+class Report:
+    """What a script's ``run`` returns: the results (without provenance), the table, the figures."""
+
+    results: dict[str, Any]
+    """Every number the table and figures show; the tail appends ``config`` and ``machine``."""
+    table: str
+    """``table.md``'s text."""
+    figures: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """File stem -> matplotlib figure, written as ``<stem>.png``."""
 
 
 def write_results(
@@ -134,13 +158,15 @@ def experiment_main(
     doc: str,
     smoke: Any,
     full: Any,
-    run: Callable[[Any, Path], dict[str, Any]],
+    run: Callable[[Any, Path], Report],
     argv: Sequence[str] | None = None,
 ) -> int:
     """The command line every script shares: ``--smoke | --full [--out DIR]``; prints ``table.md``.
 
-    ``run(cfg, out_dir)`` does the work, writes its files through :func:`write_results` and
-    returns the results dict; errors of xtree_gym's typed kinds print as one line (exit 2).
+    ``run(cfg, out_dir)`` does the work and returns its :class:`Report`; the tail appends the
+    provenance (config, machine, wall seconds) to its results and writes ``results.json``,
+    ``table.md``, the figures and ``provenance.json``. Errors of xtree_gym's typed kinds print as
+    one line (exit 2).
     """
     p = argparse.ArgumentParser(prog=f"python -m experiments.{name}", description=doc.strip().split("\n")[0])
     size = p.add_mutually_exclusive_group(required=True)
@@ -157,7 +183,8 @@ def experiment_main(
     t0 = time.perf_counter()
     try:
         cfg = apply_overrides(smoke if a.smoke else full, a.set)
-        run(cfg, out)
+        report = run(cfg, out)
+        write_results(out, {**report.results, **provenance(cfg, t0)}, report.table, report.figures)
         write_provenance(out, f"experiments.{name}", cfg, list(argv) if argv is not None else None)
     except XTreeError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -165,6 +192,17 @@ def experiment_main(
     print((out / "table.md").read_text(encoding="utf-8"))
     print(f"wrote {out}/ in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     return 0
+
+
+def script_main(
+    name: str, doc: str, smoke: Any, full: Any, run: Callable[[Any, Path], Report]
+) -> Callable[..., int]:
+    """A script's ``main(argv=None)``: :func:`experiment_main` bound to its name, doc, sizes and run."""
+
+    def main(argv: Sequence[str] | None = None) -> int:
+        return experiment_main(name, doc, smoke, full, run, argv)
+
+    return main
 
 
 def apply_overrides(cfg: Any, items: Sequence[str]) -> Any:

@@ -7,17 +7,23 @@ base config, each in its own run folder under ``<out>/runs/``, and keeps every s
 
 "Success" here is the training win rate of the last ``window`` steps (the rollouts the trainer
 played); when the base config sets ``eval_every``, the held-out ``eval_success_rate`` is kept too.
+
+A table script subclasses :class:`ArmsConfig` (base config, seeds, window) with its own fields, and its
+``run`` hands its arms and what is particular to its table to :func:`arms_report`, which trains them
+(:func:`experiments._runner.run_grid`) and lays out the shared results and table.
 """
 
 from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from ._results import fmt, new_figure
+from ._results import Report, fmt, markdown_table, new_figure, page
+from ._runner import run_grid
 
 KEEP = ("step", "reward", "win_rate", "lambda_g", "bonus", "loss", "pg_loss", "opsd", "kl", "tokens",
         "episodes", "seconds", "eval_success_rate")  # fmt: skip
@@ -51,6 +57,35 @@ WEBSHOP_FULL: dict[str, Any] = {
     "eval_every": 10, "eval_tasks": 100,
 }  # fmt: skip
 """The paper's WebShop RLVR (Table 7) at 1.5B on 8 GPUs."""
+
+
+C = TypeVar("C", bound="ArmsConfig")
+
+
+@dataclass(frozen=True)
+class ArmsConfig:
+    """What every arms × seeds table sets: the base trainer config, the seeds, the success window."""
+
+    base: dict[str, Any] = field(default_factory=lambda: dict(SCIENCEWORLD_FULL))
+    """GRPOConfig fields shared by every arm."""
+    seeds: tuple[int, ...] = (0, 1, 2)
+    """Training seeds per arm."""
+    window: int = 10
+    """Steps averaged for the final training success."""
+
+    @classmethod
+    def smoke(cls: type[C], base: Mapping[str, Any] = SCIENCEWORLD_SMOKE, **fields: Any) -> C:
+        """The CPU smoke: one training step of ``base`` per arm, seed 0, window 1; ``fields`` set the rest."""
+        return cls(**{"base": {**base, "steps": 1}, "seeds": (0,), "window": 1, **fields})
+
+    def size(self) -> str:
+        """``MODEL (k seed(s), s steps)`` for a table's title.
+
+        Example:
+            >>> ArmsConfig.smoke().size()
+            'tiny-random (1 seed(s), 1 steps)'
+        """
+        return f"{self.base['model']} ({len(self.seeds)} seed(s), {self.base['steps']} steps)"
 
 
 def with_webshop_data(base: Mapping[str, Any]) -> dict[str, Any]:
@@ -96,17 +131,52 @@ def run_arms(
     base: Mapping[str, Any], arms: Mapping[str, Mapping[str, Any]], seeds: Sequence[int], out: Path
 ) -> dict[str, list[dict[str, Any]]]:
     """Every (arm, seed) run, in order; the trainer objects are dropped (weights stay in the run folders)."""
-    from xtree_gym.progress import Progress
 
-    runs: dict[str, list[dict[str, Any]]] = {a: [] for a in arms}
-    with Progress(total=len(arms) * len(seeds), desc="rlvr arms") as bar:
-        for name, arm in arms.items():
-            for s in seeds:
-                r = run_one(base, arm, s, out / "runs" / f"{name}-s{s}")
-                r.pop("trainer")
-                runs[name].append(r)
-                bar.update()
-    return runs
+    def one(arm: Mapping[str, Any], seed: int, run_dir: Path) -> dict[str, Any]:
+        r = run_one(base, arm, seed, run_dir)
+        r.pop("trainer")
+        return r
+
+    return run_grid(arms, seeds, one, out, desc="rlvr arms")
+
+
+def arms_report(
+    cfg: ArmsConfig,
+    arms: Mapping[str, Mapping[str, Any]],
+    out: Path,
+    head: Mapping[str, Any],
+    *,
+    labels: Mapping[str, str],
+    title: str,
+    header: Sequence[str],
+    note: str,
+    above: Sequence[str] = (),
+    ref: str = "outcome",
+    digits: int = 1,
+    before: Callable[[str], list[Any]] = lambda a: [],
+    after: Callable[[str, dict[str, Any], dict[str, dict[str, float]]], list[Any]] = lambda a, r, s: [],
+    stats: Mapping[str, Callable[[list[dict[str, Any]]], float]] | None = None,
+    tail: Mapping[str, Any] | None = None,
+    base: Mapping[str, Any] | None = None,
+    curve_labels: Mapping[str, str] | None = None,
+) -> Report:
+    """Train every (arm, seed) of ``arms`` (from ``base``, default ``cfg.base``) and lay out the report.
+
+    ``results.json``: ``head``, ``rows`` (:func:`arm_row` per arm), each of ``stats`` (a number per
+    arm from its runs), ``runs``, ``tail``. ``table.md`` (:func:`~._results.page`): ``title``, the
+    ``above`` blocks, one row per arm — its label, ``before(arm)``, train success, Δ vs ``ref``,
+    held-out success, ``after(arm, row, stats)`` — and ``note``. Figure ``curves.png``: :func:`curves_figure` (legend: ``curve_labels``, default ``labels``).
+    """
+    runs = run_arms(cfg.base if base is None else base, arms, cfg.seeds, out)
+    rows = {a: arm_row(runs[a], cfg.window) for a in arms}
+    per = {k: {a: f(runs[a]) for a in arms} for k, f in (stats or {}).items()}
+    body = [[labels[a], *before(a), pm(r["train_success"]), delta(r, rows[ref]) if a != ref else "—",
+             pm(r["eval_success"]), *after(a, r, per)] for a, r in rows.items()]  # fmt: skip
+    results = {**head, "rows": rows, **per, "runs": runs, **(tail or {})}
+    md = page(title, *above, markdown_table(header, body, digits=digits), note)
+    return Report(
+        results, md, {"curves": curves_figure(runs, labels if curve_labels is None else curve_labels)}
+    )
 
 
 def _ms(xs: list[float]) -> dict[str, float | None]:

@@ -12,7 +12,6 @@ node-per-row SFT format).
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from xtree_gym.render.figures import tiling_figure
 from xtree_gym.render.stats import CorpusUsage
 
 from ._corpora import scienceworld_corpus
-from ._results import experiment_main, markdown_table, provenance, write_results
+from ._results import Report, markdown_table, script_main
 
 NAME = "figure5_tiling"
 
@@ -59,8 +58,7 @@ def choose(tree: Any, usage: CorpusUsage, cfg: Config) -> int:
     return min(cands, key=key)
 
 
-def run(cfg: Config, out: Path) -> dict[str, Any]:
-    t0 = time.perf_counter()
+def run(cfg: Config, out: Path) -> Report:
     corpus, source = scienceworld_corpus()
     tree = mine(corpus, "scienceworld", domain="scienceworld", name="scienceworld")
     usage = CorpusUsage.build(tree, corpus, domain="scienceworld")
@@ -76,7 +74,7 @@ def run(cfg: Config, out: Path) -> dict[str, Any]:
     results = {
         "trajectory": traj.id, "task": traj.task, "goal": traj.goal, "steps": len(toks), "tokens": len(segs),
         "nodes": sum(s.is_node for s in segs), "primitives": sum(not s.is_node for s in segs),
-        "source": source, "tree_nodes": len(tree), "rows": rows, **provenance(cfg, t0),
+        "source": source, "tree_nodes": len(tree), "rows": rows,
     }  # fmt: skip
     md = "\n".join([
         f"# Figure 5: {traj.id} tiled by the ScienceWorld X-Tree ({len(tree)} nodes, mined from {source})\n",
@@ -87,13 +85,10 @@ def run(cfg: Config, out: Path) -> dict[str, Any]:
                        [[r["token"], r["depth"], f"{r['steps'][0]}–{r['steps'][1]}", r["corpus_occurrences"],
                          "; ".join(r["actions"])] for r in rows]),
     ])  # fmt: skip
-    write_results(out, results, md, {"figure5": tiling_figure(tree, usage, i)})
-    return results
+    return Report(results, md, {"figure5": tiling_figure(tree, usage, i)})
 
 
-def main(argv: list[str] | None = None) -> int:
-    return experiment_main(NAME, __doc__ or "", SMOKE, FULL, run, argv)
-
+main = script_main(NAME, __doc__ or "", SMOKE, FULL, run)
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -16,15 +16,14 @@ the combination adds over each integration alone.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ._banks import mined_tree
 from ._corpora import scienceworld_corpus, subsample
-from ._results import experiment_main, markdown_table, provenance, write_results
-from ._rlvr import SCIENCEWORLD_FULL, SCIENCEWORLD_SMOKE, arm_row, curves_figure, delta, pm, run_arms
+from ._results import Report, script_main
+from ._rlvr import ArmsConfig, arms_report
 
 NAME = "integrated_recipe"
 LABELS = {"outcome": "node-row warm start → outcome only", "bonus": "→ + X-Tree bonus",
@@ -32,8 +31,8 @@ LABELS = {"outcome": "node-row warm start → outcome only", "bonus": "→ + X-T
 
 
 @dataclass(frozen=True)
-class Config:
-    """Warm start and RLVR settings."""
+class Config(ArmsConfig):
+    """RLVR settings (``base.model`` is the warm start's start weights) and the warm start's."""
 
     warm_start: int = 200
     """Trajectories whose node rows the warm start trains on (the paper's ScienceWorld warm start: 200)."""
@@ -41,16 +40,9 @@ class Config:
         default_factory=lambda: {"epochs": 5, "lr": 1e-5, "batch_size": 256, "max_len": 4096}
     )
     """SFTConfig fields (Table 6)."""
-    base: dict[str, Any] = field(default_factory=lambda: dict(SCIENCEWORLD_FULL))
-    """GRPOConfig fields of every RLVR arm (``model`` is the warm start's start weights)."""
-    seeds: tuple[int, ...] = (0, 1, 2)
-    """RLVR seeds per arm."""
-    window: int = 10
-    """Steps averaged for the final training success."""
 
 
-SMOKE = Config(warm_start=4, sft={"epochs": 1, "lr": 1e-3, "batch_size": 64, "max_len": 2048},
-               base={**SCIENCEWORLD_SMOKE, "steps": 1}, seeds=(0,), window=1)  # fmt: skip
+SMOKE = Config.smoke(warm_start=4, sft={"epochs": 1, "lr": 1e-3, "batch_size": 64, "max_len": 2048})
 FULL = Config()
 
 
@@ -71,8 +63,12 @@ def warm_start_node_rows(
     return str(find_checkpoint(out / "sft") / "model"), info
 
 
-def run(cfg: Config, out: Path) -> dict[str, Any]:
-    t0 = time.perf_counter()
+def max_abs_opsd(runs: list[dict[str, Any]]) -> float:
+    """The largest |OPSD term| of any step of an arm's runs (0 without OPSD)."""
+    return max((abs(s.get("opsd", 0.0)) for r in runs for s in r["steps"]), default=0.0)
+
+
+def run(cfg: Config, out: Path) -> Report:
     corpus, source = scienceworld_corpus()
     tree, tp = mined_tree(corpus, "scienceworld", out / "tree.json")
     model, sft = warm_start_node_rows(
@@ -84,29 +80,20 @@ def run(cfg: Config, out: Path) -> dict[str, Any]:
         "opsd": {"opsd": "xtree", "tree": tp},
         "all": {"shaping": "xtree", "opsd": "xtree", "tree": tp},
     }
-    runs = run_arms({**cfg.base, "model": model}, arms, cfg.seeds, out)
-    rows = {a: arm_row(runs[a], cfg.window) for a in arms}
-    opsd = {a: max((abs(s.get("opsd", 0.0)) for r in runs[a] for s in r["steps"]), default=0.0) for a in arms}
-    results = {"tree": {"nodes": len(tree), "source": source}, "warm_start": sft, "rows": rows,
-               "max_abs_opsd_term": opsd, "runs": runs, **provenance(cfg, t0)}  # fmt: skip
-    md = "\n".join([
-        f"# Integrated recipe: X-Tree as data + reward + context (ScienceWorld, {cfg.base['model']})\n",
-        f"Warm start: {sft['rows']['rows']} node rows of {cfg.warm_start} gold trajectories "
-        f"({sft['rows']['supervised_actions']} actions), SFT loss {sft['initial_loss']:.3f} → {sft['final_loss']:.3f}.\n",
-        markdown_table(["run", "train success (%)", "Δ vs outcome", "held-out (%)", "λ_g", "bonus", "max |OPSD term|"],
-                       [[LABELS[a], pm(r["train_success"]), delta(r, rows["outcome"]) if a != "outcome" else "—",
-                         pm(r["eval_success"]), r["lambda_g"]["mean"], r["bonus"]["mean"], opsd[a]]
-                        for a, r in rows.items()], digits=4),
-        "",
-        f"Tree: {len(tree)} nodes from {source}; all four arms start from the same warm start.",
-    ])  # fmt: skip
-    write_results(out, results, md, {"curves": curves_figure(runs, LABELS)})
-    return results
+    warm = (f"Warm start: {sft['rows']['rows']} node rows of {cfg.warm_start} gold trajectories "
+            f"({sft['rows']['supervised_actions']} actions), SFT loss {sft['initial_loss']:.3f} → {sft['final_loss']:.3f}.")  # fmt: skip
+    return arms_report(
+        cfg, arms, out, {"tree": {"nodes": len(tree), "source": source}, "warm_start": sft},
+        base={**cfg.base, "model": model}, labels=LABELS, digits=4, stats={"max_abs_opsd_term": max_abs_opsd},
+        title=f"# Integrated recipe: X-Tree as data + reward + context (ScienceWorld, {cfg.base['model']})",
+        above=[warm],
+        header=["run", "train success (%)", "Δ vs outcome", "held-out (%)", "λ_g", "bonus", "max |OPSD term|"],
+        after=lambda a, r, s: [r["lambda_g"]["mean"], r["bonus"]["mean"], s["max_abs_opsd_term"][a]],
+        note=f"Tree: {len(tree)} nodes from {source}; all four arms start from the same warm start.",
+    )  # fmt: skip
 
 
-def main(argv: list[str] | None = None) -> int:
-    return experiment_main(NAME, __doc__ or "", SMOKE, FULL, run, argv)
-
+main = script_main(NAME, __doc__ or "", SMOKE, FULL, run)
 
 if __name__ == "__main__":
     raise SystemExit(main())

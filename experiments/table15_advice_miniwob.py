@@ -15,12 +15,11 @@ recent steps are in one) or a wrapper that shuffles the hint's words across its 
 from __future__ import annotations
 
 import random
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._results import experiment_main, markdown_table, provenance, write_results
+from ._results import Report, markdown_table, page, script_main
 
 NAME = "table15_advice_miniwob"
 LABELS = {"none": "no advice", "xtree": "X-Tree advice", "scrambled": "scrambled X-Tree advice"}
@@ -81,14 +80,13 @@ class ScrambledAdvisor:
         return "\n".join(out)
 
 
-def run(cfg: Config, out: Path) -> dict[str, Any]:
+def run(cfg: Config, out: Path) -> Report:
     from xtree_gym.agents.evaluate import evaluate
     from xtree_gym.agents.harness.common import build_advisor
     from xtree_gym.collect.miniwob import CollectConfig, collect_miniwob
     from xtree_gym.corpus import write_corpus
     from xtree_gym.mining import mine
 
-    t0 = time.perf_counter()
     corpus = collect_miniwob(CollectConfig(tasks=cfg.tasks, episodes=cfg.corpus_episodes, noise=cfg.noise))
     write_corpus(out / "corpus.jsonl", corpus)
     tree = mine(corpus, "miniwob", domain="miniwob", name="miniwob-xtree")
@@ -110,25 +108,20 @@ def run(cfg: Config, out: Path) -> dict[str, Any]:
             }
         rates = [v["success_rate"] or 0.0 for v in per_task.values()]
         per_arm[arm] = {"tasks": per_task, "success_rate": sum(rates) / len(rates)}
-    results = {"corpus": {"episodes": len(corpus), "successes": sum(t.success for t in corpus)},
-               "tree_nodes": len(tree), "arms": per_arm, **provenance(cfg, t0)}  # fmt: skip
+    results: dict[str, Any] = {"corpus": {"episodes": len(corpus), "successes": sum(t.success for t in corpus)},
+               "tree_nodes": len(tree), "arms": per_arm}  # fmt: skip
     header = ["advice", *cfg.tasks, "all"]
     rows = [[LABELS[a], *[100 * (v["tasks"][t]["success_rate"] or 0.0) for t in cfg.tasks], 100 * v["success_rate"]]
             for a, v in per_arm.items()]  # fmt: skip
-    md = "\n".join([
-        f"# Table 15 (kind): in-context advice on MiniWoB++, {cfg.model} (success %, {cfg.seeds} seed(s) per task)\n",
+    return Report(results, page(
+        f"# Table 15 (kind): in-context advice on MiniWoB++, {cfg.model} (success %, {cfg.seeds} seed(s) per task)",
         markdown_table(header, rows),
-        "",
         f"Tree: {len(tree)} nodes mined (MiniWoB preset) from {len(corpus)} scripted episodes with noise "
         f"{cfg.noise} ({results['corpus']['successes']} successes). Greedy decoding, {cfg.max_steps} turns.",
-    ])  # fmt: skip
-    write_results(out, results, md)
-    return results
+    ))  # fmt: skip
 
 
-def main(argv: list[str] | None = None) -> int:
-    return experiment_main(NAME, __doc__ or "", SMOKE, FULL, run, argv)
-
+main = script_main(NAME, __doc__ or "", SMOKE, FULL, run)
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -16,7 +16,6 @@ report its target-token loss before and after on its own rows.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from xtree_gym.agents.sft_rows import FORMATS, build_rows, summarize, write_rows
 
 from ._banks import mined_tree
 from ._corpora import scienceworld_corpus, subsample
-from ._results import experiment_main, markdown_table, new_figure, provenance, write_results
+from ._results import Report, markdown_table, new_figure, page, script_main
 
 NAME = "table16_sft_rows"
 LABELS = {
@@ -65,11 +64,10 @@ SMOKE = Config(
 FULL = Config(warm_start=200)
 
 
-def run(cfg: Config, out: Path) -> dict[str, Any]:
+def run(cfg: Config, out: Path) -> Report:
     from xtree_gym.agents.models import load_tokenizer
     from xtree_gym.agents.sft import SFTConfig, train_sft
 
-    t0 = time.perf_counter()
     corpus, source = scienceworld_corpus()
     tree, _ = mined_tree(corpus, "scienceworld", out / "tree.json")  # the whole corpus's tree, as in training
     if cfg.trajectories:
@@ -91,7 +89,7 @@ def run(cfg: Config, out: Path) -> dict[str, Any]:
             }
         formats[fmt] = entry
     results = {"corpus": {"source": source, "trajectories": len(corpus)}, "tree_nodes": len(tree),
-               "formats": formats, **provenance(cfg, t0)}  # fmt: skip
+               "formats": formats}  # fmt: skip
     std = formats["standard"]["accounting"]["tokens"] or 1
     rows_md = []
     for fmt, e in formats.items():
@@ -99,15 +97,14 @@ def run(cfg: Config, out: Path) -> dict[str, Any]:
         rows_md.append([LABELS[fmt], a["rows"], a["supervised_actions"], a["tokens"], a["tokens_per_action"],
                         a["prompt_share"], f"{100 * (a['tokens'] or 0) / std:.0f}%", s.get("initial_loss"),
                         s.get("final_loss"), "—", "—"])  # fmt: skip
-    md = "\n".join([
-        f"# Table 16: SFT row formats on ScienceWorld ({len(corpus)} gold trajectories, {cfg.model})\n",
+    md = page(
+        f"# Table 16: SFT row formats on ScienceWorld ({len(corpus)} gold trajectories, {cfg.model})",
         markdown_table(["rows", "# rows", "supervised actions", "tokens", "tokens / action", "prompt share",
                         "tokens vs standard", "loss before", "loss after", "G0 (%)", "G1 (%)"], rows_md, digits=3),
-        "",
         f"Tree: {len(tree)} nodes mined from the whole corpus ({source}). Loss: target-token mean NLL "
         f"of the format's own rows (those of the {cfg.warm_start or len(corpus)} warm-start trajectories) before and after {cfg.epochs} epoch(s) of SFT. G0/G1: evaluate each "
         "warm start with `xtree eval` (GPU size; not run here).",
-    ])  # fmt: skip
+    )  # fmt: skip
     fig, axes = new_figure(4.5, 3.0)
     ax = axes[0][0]
     names = list(formats)
@@ -115,13 +112,10 @@ def run(cfg: Config, out: Path) -> dict[str, Any]:
         names, [formats[f]["accounting"]["tokens"] or 0 for f in names], color=["#999", "#e8a33d", "#3fa46a"]
     )
     ax.set_ylabel("SFT tokens (prompt + target)")
-    write_results(out, results, md, {"tokens": fig})
-    return results
+    return Report(results, md, {"tokens": fig})
 
 
-def main(argv: list[str] | None = None) -> int:
-    return experiment_main(NAME, __doc__ or "", SMOKE, FULL, run, argv)
-
+main = script_main(NAME, __doc__ or "", SMOKE, FULL, run)
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -2,7 +2,7 @@
 
 Random spans: one corpus span per X-Tree node, same length, uniform position (stored as a left-deep
 chain, so its prefixes are nodes too). Random tree: as many merges as the X-Tree, each pair drawn
-uniformly among the miner's candidates (``xtree_gym.instances.random_tree``). "#Match" counts the
+uniformly among the miner's candidates (``xtree_gym.rewards.instances.random_tree``). "#Match" counts the
 node occurrences each bank matches over the mining corpus.
 
     python -m experiments.table20_bank_ablation --smoke   # CPU, ~2-5 min: tiny-random, 1 step per arm
@@ -12,15 +12,14 @@ node occurrences each bank matches over the mining corpus.
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ._banks import match_count, mined_tree, random_span_tree, random_tree_like
 from ._corpora import scienceworld_corpus
-from ._results import experiment_main, markdown_table, provenance, write_results
-from ._rlvr import SCIENCEWORLD_FULL, SCIENCEWORLD_SMOKE, arm_row, curves_figure, delta, pm, run_arms
+from ._results import Report, script_main
+from ._rlvr import ArmsConfig, arms_report
 
 NAME = "table20_bank_ablation"
 LABELS = {"outcome": "Empty (outcome-only)", "random_spans": "Random spans", "random_tree": "Random tree",
@@ -28,25 +27,18 @@ LABELS = {"outcome": "Empty (outcome-only)", "random_spans": "Random spans", "ra
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(ArmsConfig):
     """Base trainer config, seeds, window and the controls' seed."""
 
-    base: dict[str, Any] = field(default_factory=lambda: dict(SCIENCEWORLD_FULL))
-    """GRPOConfig fields shared by every arm."""
-    seeds: tuple[int, ...] = (0, 1, 2)
-    """Training seeds per arm."""
-    window: int = 10
-    """Steps averaged for the final training success."""
     control_seed: int = 0
     """Seed of the random-spans and random-tree draws."""
 
 
-SMOKE = Config(base={**SCIENCEWORLD_SMOKE, "steps": 1}, seeds=(0,), window=1)
+SMOKE = Config.smoke()
 FULL = Config()
 
 
-def run(cfg: Config, out: Path) -> dict[str, Any]:
-    t0 = time.perf_counter()
+def run(cfg: Config, out: Path) -> Report:
     corpus, source = scienceworld_corpus()
     tree, xt = mined_tree(corpus, "scienceworld", out / "tree.json")
     spans, sp = random_span_tree(corpus, tree, "scienceworld", out / "random_spans.json", cfg.control_seed)
@@ -55,26 +47,16 @@ def run(cfg: Config, out: Path) -> dict[str, Any]:
     arms: dict[str, dict[str, Any]] = {"outcome": {"shaping": "none"}}
     arms.update({k: {"shaping": "xtree", "tree": p} for k, (_, p) in banks.items()})
     matches = {k: match_count(t, corpus, "scienceworld") for k, (t, _) in banks.items()}
-    runs = run_arms(cfg.base, arms, cfg.seeds, out)
-    rows = {a: arm_row(runs[a], cfg.window) for a in arms}
-    results = {"banks": {k: {"nodes": len(t), "matches": matches[k]} for k, (t, _) in banks.items()},
-               "rows": rows, "runs": runs, **provenance(cfg, t0)}  # fmt: skip
-    md = "\n".join([
-        f"# Table 20: bank ablation, ScienceWorld, {cfg.base['model']} ({len(cfg.seeds)} seed(s), {cfg.base['steps']} steps)\n",
-        markdown_table(["bank", "nodes", "# Match", "train success (%)", "Δ vs outcome", "held-out (%)"],
-                       [[LABELS[a], len(banks[a][0]) if a in banks else "–", matches.get(a, "–"),
-                         pm(r["train_success"]), delta(r, rows["outcome"]) if a != "outcome" else "—",
-                         pm(r["eval_success"])] for a, r in rows.items()]),
-        "",
-        f"Banks built from {source}. # Match: node occurrences over that corpus.",
-    ])  # fmt: skip
-    write_results(out, results, md, {"curves": curves_figure(runs, LABELS)})
-    return results
+    return arms_report(
+        cfg, arms, out, {"banks": {k: {"nodes": len(t), "matches": matches[k]} for k, (t, _) in banks.items()}},
+        labels=LABELS, title=f"# Table 20: bank ablation, ScienceWorld, {cfg.size()}",
+        header=["bank", "nodes", "# Match", "train success (%)", "Δ vs outcome", "held-out (%)"],
+        before=lambda a: [len(banks[a][0]) if a in banks else "–", matches.get(a, "–")],
+        note=f"Banks built from {source}. # Match: node occurrences over that corpus.",
+    )  # fmt: skip
 
 
-def main(argv: list[str] | None = None) -> int:
-    return experiment_main(NAME, __doc__ or "", SMOKE, FULL, run, argv)
-
+main = script_main(NAME, __doc__ or "", SMOKE, FULL, run)
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -12,7 +12,6 @@ held-out success is measured on G2 when ``eval_every`` is set (full size).
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,37 +21,29 @@ from xtree_gym.envs.sciworld_folds import HELD_OUT_TYPES
 
 from ._banks import match_count, mined_tree
 from ._corpora import scienceworld_corpus
-from ._results import experiment_main, markdown_table, provenance, write_results
-from ._rlvr import SCIENCEWORLD_FULL, SCIENCEWORLD_SMOKE, arm_row, curves_figure, delta, pm, run_arms
+from ._results import Report, markdown_table, script_main
+from ._rlvr import SCIENCEWORLD_FULL, SCIENCEWORLD_SMOKE, ArmsConfig, arms_report
 
 NAME = "table21_heldout_mining"
-LABELS = {
-    "outcome": "outcome only",
-    "xtree": "+ X-Tree (original)",
-    "xtree_remined": "+ X-Tree (re-mined w/o G2)",
-}
+LABELS = {"outcome": "outcome only", "xtree": "+ X-Tree (original)",
+          "xtree_remined": "+ X-Tree (re-mined w/o G2)"}  # fmt: skip
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(ArmsConfig):
     """Base trainer config (trains on fold ``train``, evaluates on G2), seeds, window."""
 
     base: dict[str, Any] = field(
         default_factory=lambda: {**SCIENCEWORLD_FULL, "task_split": "train", "eval_fold": "G2"}
     )
     """GRPOConfig fields shared by every arm."""
-    seeds: tuple[int, ...] = (0, 1, 2)
-    """Training seeds per arm."""
-    window: int = 10
-    """Steps averaged for the final training success."""
 
 
-SMOKE = Config(base={**SCIENCEWORLD_SMOKE, "steps": 1, "task_split": "train"}, seeds=(0,), window=1)
+SMOKE = Config.smoke({**SCIENCEWORLD_SMOKE, "task_split": "train"})
 FULL = Config()
 
 
-def run(cfg: Config, out: Path) -> dict[str, Any]:
-    t0 = time.perf_counter()
+def run(cfg: Config, out: Path) -> Report:
     corpus, source = scienceworld_corpus()
     held = set(HELD_OUT_TYPES)
     kept = [t for t in corpus if t.task not in held]
@@ -67,30 +58,21 @@ def run(cfg: Config, out: Path) -> dict[str, Any]:
     }  # fmt: skip
     arms = {"outcome": {"shaping": "none"}, "xtree": {"shaping": "xtree", "tree": tp},
             "xtree_remined": {"shaping": "xtree", "tree": rp}}  # fmt: skip
-    runs = run_arms(cfg.base, arms, cfg.seeds, out)
-    rows = {a: arm_row(runs[a], cfg.window) for a in arms}
-    results = {"trees": top, "rows": rows, "runs": runs, "source": source, **provenance(cfg, t0)}
     o, r = top["original"], top["remined"]
-    md = "\n".join([
-        f"# Table 21: mining without the held-out task types (ScienceWorld, {cfg.base['model']})\n",
-        markdown_table(["tree", "mining corpus", "nodes", "matches on G2 types' episodes", "kept / new / gone"],
-                       [["original", o["corpus"], o["nodes"], o["g2_matches"], "—"],
-                        ["re-mined w/o G2 types", r["corpus"], r["nodes"], r["g2_matches"],
-                         f"{diff['stayed']} / {diff['came']} / {diff['went']}"]]),
-        "",
-        markdown_table(["reward", "train success (%)", "Δ vs outcome", "G2 held-out (%)"],
-                       [[LABELS[a], pm(x["train_success"]), delta(x, rows["outcome"]) if a != "outcome" else "—",
-                         pm(x["eval_success"])] for a, x in rows.items()]),
-        "",
-        f"Corpus: {source}; the {len(held)} G2 task types have {len(g2)} gold episodes in it.",
-    ])  # fmt: skip
-    write_results(out, results, md, {"curves": curves_figure(runs, LABELS)})
-    return results
+    trees = markdown_table(["tree", "mining corpus", "nodes", "matches on G2 types' episodes", "kept / new / gone"],
+                           [["original", o["corpus"], o["nodes"], o["g2_matches"], "—"],
+                            ["re-mined w/o G2 types", r["corpus"], r["nodes"], r["g2_matches"],
+                             f"{diff['stayed']} / {diff['came']} / {diff['went']}"]])  # fmt: skip
+    return arms_report(
+        cfg, arms, out, {"trees": top}, tail={"source": source}, labels=LABELS,
+        title=f"# Table 21: mining without the held-out task types (ScienceWorld, {cfg.base['model']})",
+        above=[trees],
+        header=["reward", "train success (%)", "Δ vs outcome", "G2 held-out (%)"],
+        note=f"Corpus: {source}; the {len(held)} G2 task types have {len(g2)} gold episodes in it.",
+    )  # fmt: skip
 
 
-def main(argv: list[str] | None = None) -> int:
-    return experiment_main(NAME, __doc__ or "", SMOKE, FULL, run, argv)
-
+main = script_main(NAME, __doc__ or "", SMOKE, FULL, run)
 
 if __name__ == "__main__":
     raise SystemExit(main())

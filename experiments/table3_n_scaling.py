@@ -11,39 +11,30 @@ with the same ``tasks_per_step``; only n and the shaping change.
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ._banks import mined_tree
 from ._corpora import scienceworld_corpus
-from ._results import experiment_main, markdown_table, new_figure, provenance, write_results
-from ._rlvr import SCIENCEWORLD_FULL, SCIENCEWORLD_SMOKE, arm_row, delta, pm, run_arms
+from ._results import Report, markdown_table, new_figure, page, script_main
+from ._rlvr import ArmsConfig, arm_row, delta, pm, run_arms
 
 NAME = "table3_n_scaling"
 
 
 @dataclass(frozen=True)
-class Config:
-    """Group sizes, base trainer config, seeds, success window."""
+class Config(ArmsConfig):
+    """Base trainer config (``n`` is set per row), seeds per (n, arm), success window, group sizes."""
 
     group_sizes: tuple[int, ...] = (2, 4, 8, 16)
     """GRPO group sizes n."""
-    base: dict[str, Any] = field(default_factory=lambda: dict(SCIENCEWORLD_FULL))
-    """GRPOConfig fields shared by every run (``n`` is set per row)."""
-    seeds: tuple[int, ...] = (0, 1, 2)
-    """Training seeds per (n, arm)."""
-    window: int = 10
-    """Steps averaged for the final training success."""
 
 
-SMOKE = Config(group_sizes=(2, 4), base={**SCIENCEWORLD_SMOKE, "steps": 1}, seeds=(0,), window=1)
+SMOKE = Config.smoke(group_sizes=(2, 4))
 FULL = Config()
 
 
-def run(cfg: Config, out: Path) -> dict[str, Any]:
-    t0 = time.perf_counter()
+def run(cfg: Config, out: Path) -> Report:
     corpus, source = scienceworld_corpus()
     tree, tree_path = mined_tree(corpus, "scienceworld", out / "tree.json")
     arms = {}
@@ -61,15 +52,13 @@ def run(cfg: Config, out: Path) -> dict[str, Any]:
         "tree": {"nodes": len(tree), "source": source},
         "rows": rows,
         "runs": runs,
-        **provenance(cfg, t0),
     }
-    md = "\n".join([
-        f"# Table 3: n-scaling on ScienceWorld, {cfg.base['model']} ({len(cfg.seeds)} seed(s), {cfg.base['steps']} steps)\n",
+    md = page(
+        f"# Table 3: n-scaling on ScienceWorld, {cfg.size()}",
         markdown_table(["n", "outcome train (%)", "+X-Tree train (%)", "Δ", "outcome held-out (%)",
                         "+X-Tree held-out (%)", "λ_g (+X-Tree)"], table_rows, digits=2),
-        "",
         f"Tree: {len(tree)} nodes from {source}. Train success: last {cfg.window} step(s), mean ± std over seeds.",
-    ])  # fmt: skip
+    )  # fmt: skip
     fig, axes = new_figure(4.2, 3.0)
     ax = axes[0][0]
     for arm, label in (("outcome", "outcome only"), ("xtree", "+ X-Tree")):
@@ -79,13 +68,10 @@ def run(cfg: Config, out: Path) -> dict[str, Any]:
     ax.set_xlabel("group size n")
     ax.set_ylabel("train success")
     ax.legend(fontsize=8)
-    write_results(out, results, md, {"n_scaling": fig})
-    return results
+    return Report(results, md, {"n_scaling": fig})
 
 
-def main(argv: list[str] | None = None) -> int:
-    return experiment_main(NAME, __doc__ or "", SMOKE, FULL, run, argv)
-
+main = script_main(NAME, __doc__ or "", SMOKE, FULL, run)
 
 if __name__ == "__main__":
     raise SystemExit(main())

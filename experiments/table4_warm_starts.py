@@ -12,14 +12,13 @@ corpus; the X-Tree is mined from the same N; both RLVR arms start from that chec
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ._banks import mined_tree
 from ._corpora import subsample, webshop_corpus
-from ._results import experiment_main, markdown_table, provenance, write_results
+from ._results import Report, markdown_table, page, script_main
 from ._rlvr import WEBSHOP_FULL, WEBSHOP_SMOKE, arm_row, delta, pm, run_arms
 
 NAME = "table4_warm_starts"
@@ -66,8 +65,7 @@ def warm_start(corpus: list[Any], model: str, sft: dict[str, Any], out: Path) ->
     }
 
 
-def run(cfg: Config, out: Path) -> dict[str, Any]:
-    t0 = time.perf_counter()
+def run(cfg: Config, out: Path) -> Report:
     corpus = webshop_corpus(cfg.corpus_episodes)
     table, per_n = [], {}
     for n in cfg.sizes:
@@ -82,21 +80,16 @@ def run(cfg: Config, out: Path) -> dict[str, Any]:
         table.append([n, len(tree), sft["final_loss"], pm(rows["outcome"]["train_success"]),
                       pm(rows["xtree"]["train_success"]), delta(rows["xtree"], rows["outcome"]),
                       pm(rows["outcome"]["eval_success"]), pm(rows["xtree"]["eval_success"])])  # fmt: skip
-    results = {"corpus": len(corpus), "sizes": per_n, **provenance(cfg, t0)}
-    md = "\n".join([
-        f"# Table 4: resource-matched warm starts on WebShop, {cfg.base['model']}\n",
+    results = {"corpus": len(corpus), "sizes": per_n}
+    return Report(results, page(
+        f"# Table 4: resource-matched warm starts on WebShop, {cfg.base['model']}",
         markdown_table(["warm start (N)", "X-Tree nodes (from the same N)", "SFT loss after", "outcome train (%)",
                         "+X-Tree train (%)", "Δ", "outcome held-out (%)", "+X-Tree held-out (%)"], table, digits=3),
-        "",
         f"N trajectories of {len(corpus)} collected scripted-shopper episodes; the SFT rows and the tree use the same N.",
-    ])  # fmt: skip
-    write_results(out, results, md)
-    return results
+    ))  # fmt: skip
 
 
-def main(argv: list[str] | None = None) -> int:
-    return experiment_main(NAME, __doc__ or "", SMOKE, FULL, run, argv)
-
+main = script_main(NAME, __doc__ or "", SMOKE, FULL, run)
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -13,7 +13,6 @@ gold corpus), several subsample seeds per N; the success column needs training
 from __future__ import annotations
 
 import statistics
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from typing import Any
 from xtree_gym.mining import mine
 
 from ._corpora import scienceworld_corpus, subsample, webshop_corpus, webshop_data_dir
-from ._results import experiment_main, markdown_table, new_figure, provenance, write_results
+from ._results import Report, markdown_table, new_figure, script_main
 
 NAME = "table5_mining_size"
 
@@ -108,8 +107,7 @@ def figure(results: dict[str, Any]) -> Any:
     return fig
 
 
-def run(cfg: Config, out: Path) -> dict[str, Any]:
-    t0 = time.perf_counter()
+def run(cfg: Config, out: Path) -> Report:
     corpora: dict[str, Any] = {}
     for name in cfg.corpora:
         if name == "webshop":
@@ -128,14 +126,11 @@ def run(cfg: Config, out: Path) -> dict[str, Any]:
             "source": source, "size": len(corpus), "successes": sum(t.success for t in corpus), "preset": preset,
             "rows": sweep(corpus, preset, domain, cfg.sizes, cfg.seeds),
         }  # fmt: skip
-    results = {"corpora": corpora, **provenance(cfg, t0)}
-    write_results(out, results, table(results), {"nodes_vs_size": figure(results)})
-    return results
+    results = {"corpora": corpora}
+    return Report(results, table(results), {"nodes_vs_size": figure(results)})
 
 
-def main(argv: list[str] | None = None) -> int:
-    return experiment_main(NAME, __doc__ or "", SMOKE, FULL, run, argv)
-
+main = script_main(NAME, __doc__ or "", SMOKE, FULL, run)
 
 if __name__ == "__main__":
     raise SystemExit(main())

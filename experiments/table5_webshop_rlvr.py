@@ -11,43 +11,37 @@ is the reference row.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ._banks import mined_tree
 from ._corpora import subsample, webshop_corpus
-from ._results import experiment_main, markdown_table, provenance, write_results
-from ._rlvr import WEBSHOP_FULL, WEBSHOP_SMOKE, arm_row, curves_figure, delta, pm, run_arms
+from ._results import Report, script_main
+from ._rlvr import WEBSHOP_FULL, WEBSHOP_SMOKE, ArmsConfig, arms_report
 
 NAME = "table5_webshop_rlvr"
 
 
 @dataclass(frozen=True)
-class Config:
-    """Mining sizes, corpus size, base trainer config, seeds, window."""
+class Config(ArmsConfig):
+    """Base trainer config, seeds, window, mining sizes, corpus size."""
 
+    base: dict[str, Any] = field(default_factory=lambda: dict(WEBSHOP_FULL))
+    """GRPOConfig fields shared by every arm."""
     sizes: tuple[int, ...] = (50, 100, 200, 500, 1824)
     """Mining-corpus sizes N."""
     corpus_episodes: int = 1824
     """Collected WebShop corpus size (the paper's ETO corpus: 1,824)."""
-    base: dict[str, Any] = field(default_factory=lambda: dict(WEBSHOP_FULL))
-    """GRPOConfig fields shared by every arm."""
-    seeds: tuple[int, ...] = (0, 1, 2)
-    """Training seeds per arm."""
-    window: int = 10
-    """Steps averaged for the final training success."""
     subsample_seed: int = 0
     """Seed of the N-trajectory draws."""
 
 
-SMOKE = Config(sizes=(50,), corpus_episodes=200, base={**WEBSHOP_SMOKE, "steps": 1}, seeds=(0,), window=1)
+SMOKE = Config.smoke(WEBSHOP_SMOKE, sizes=(50,), corpus_episodes=200)
 FULL = Config()
 
 
-def run(cfg: Config, out: Path) -> dict[str, Any]:
-    t0 = time.perf_counter()
+def run(cfg: Config, out: Path) -> Report:
     corpus = webshop_corpus(cfg.corpus_episodes)
     arms: dict[str, dict[str, Any]] = {"outcome": {"shaping": "none"}}
     nodes = {}
@@ -55,25 +49,16 @@ def run(cfg: Config, out: Path) -> dict[str, Any]:
         tree, path = mined_tree(subsample(corpus, n, cfg.subsample_seed), "webshop", out / f"tree_{n}.json")
         nodes[f"xtree-{n}"] = len(tree)
         arms[f"xtree-{n}"] = {"shaping": "xtree", "tree": path}
-    runs = run_arms(cfg.base, arms, cfg.seeds, out)
-    rows = {a: arm_row(runs[a], cfg.window) for a in arms}
-    results = {"corpus": len(corpus), "nodes": nodes, "rows": rows, "runs": runs, **provenance(cfg, t0)}
-    md = "\n".join([
-        f"# Table 5: WebShop mining-corpus size, {cfg.base['model']} ({len(cfg.seeds)} seed(s), {cfg.base['steps']} steps)\n",
-        markdown_table(["# Traj", "nodes", "train success (%)", "Δ vs outcome", "held-out (%)"],
-                       [["outcome only" if a == "outcome" else a.split("-")[1], nodes.get(a, "–"), pm(r["train_success"]),
-                         delta(r, rows["outcome"]) if a != "outcome" else "—", pm(r["eval_success"])]
-                        for a, r in rows.items()]),
-        "",
-        f"Trees mined from random subsamples of {len(corpus)} collected scripted-shopper episodes.",
-    ])  # fmt: skip
-    write_results(out, results, md, {"curves": curves_figure(runs, {})})
-    return results
+    return arms_report(
+        cfg, arms, out, {"corpus": len(corpus), "nodes": nodes}, before=lambda a: [nodes.get(a, "–")],
+        labels={a: "outcome only" if a == "outcome" else a.split("-")[1] for a in arms}, curve_labels={},
+        title=f"# Table 5: WebShop mining-corpus size, {cfg.size()}",
+        header=["# Traj", "nodes", "train success (%)", "Δ vs outcome", "held-out (%)"],
+        note=f"Trees mined from random subsamples of {len(corpus)} collected scripted-shopper episodes.",
+    )  # fmt: skip
 
 
-def main(argv: list[str] | None = None) -> int:
-    return experiment_main(NAME, __doc__ or "", SMOKE, FULL, run, argv)
-
+main = script_main(NAME, __doc__ or "", SMOKE, FULL, run)
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -13,18 +13,17 @@ Writes ``tree_<corpus>.json`` (the tree files) beside the table and a depth/leng
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from xtree_gym.config import MinerConfig
 from xtree_gym.mining import mine, trajectory_tokens
-from xtree_gym.tree import XTree
+from xtree_gym.mining.config import MinerConfig
+from xtree_gym.mining.tree import XTree
 
 from ._corpora import scienceworld_corpus, webshop_corpus, webshop_data_dir
-from ._results import experiment_main, markdown_table, new_figure, provenance, write_results
+from ._results import Report, markdown_table, new_figure, script_main
 
 NAME = "table6_trees"
 
@@ -136,25 +135,20 @@ def figure(trees: dict[str, XTree]) -> Any:
     return fig
 
 
-def run(cfg: Config, out: Path) -> dict[str, Any]:
-    t0 = time.perf_counter()
+def run(cfg: Config, out: Path) -> Report:
     mined = mine_trees(cfg)
     results = {
         "columns": {n: column(tree, corpus, n) for n, (tree, corpus, _) in mined.items()},
         "sources": {n: src for n, (_, _, src) in mined.items()},
         "paper": PAPER,
-        **provenance(cfg, t0),
     }
     out.mkdir(parents=True, exist_ok=True)
     for n, (tree, _, _) in mined.items():
         tree.save(out / f"tree_{n}.json")
-    write_results(out, results, table(results), {"trees": figure({n: t for n, (t, _, _) in mined.items()})})
-    return results
+    return Report(results, table(results), {"trees": figure({n: t for n, (t, _, _) in mined.items()})})
 
 
-def main(argv: list[str] | None = None) -> int:
-    return experiment_main(NAME, __doc__ or "", SMOKE, FULL, run, argv)
-
+main = script_main(NAME, __doc__ or "", SMOKE, FULL, run)
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -13,16 +13,15 @@ rows are chosen by a fixed rule (below), not by hand.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from xtree_gym.mining.tree import XTree
 from xtree_gym.render.cards import domain_glosses, gloss
 from xtree_gym.render.stats import CorpusUsage
-from xtree_gym.tree import XTree
 
-from ._results import experiment_main, markdown_table, provenance, write_results
+from ._results import Report, markdown_table, script_main
 from .table6_trees import Config as TreeConfig
 from .table6_trees import mine_trees
 
@@ -142,8 +141,7 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def run(cfg: Config, out: Path) -> dict[str, Any]:
-    t0 = time.perf_counter()
+def run(cfg: Config, out: Path) -> Report:
     mined = mine_trees(TreeConfig(webshop_episodes=cfg.webshop_episodes))
     results: dict[str, Any] = {}
     for name, (tree, corpus, source) in mined.items():
@@ -151,14 +149,10 @@ def run(cfg: Config, out: Path) -> dict[str, Any]:
         rows = rows_13(tree, usage, cfg) if name == "scienceworld" else rows_14(tree, usage, cfg)
         results[name] = {"source": source, "corpus": len(corpus), "nodes": len(tree), "base_rate": usage.base_rate,
                          "rows": rows}  # fmt: skip
-    results.update(provenance(cfg, t0))
-    write_results(out, results, table(results))
-    return results
+    return Report(results, table(results))
 
 
-def main(argv: list[str] | None = None) -> int:
-    return experiment_main(NAME, __doc__ or "", SMOKE, FULL, run, argv)
-
+main = script_main(NAME, __doc__ or "", SMOKE, FULL, run)
 
 if __name__ == "__main__":
     raise SystemExit(main())

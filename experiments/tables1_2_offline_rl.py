@@ -18,14 +18,13 @@ binary outcome reward, whole trajectories (no tree), random spans, random tree.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ._banks import mined_tree
 from ._corpora import SCIWORLD_GOLD, SCIWORLD_SAMPLE, scienceworld_corpus, subsample
-from ._results import experiment_main, markdown_table, provenance, write_results
+from ._results import Report, markdown_table, page, script_main
 from ._rlvr import arm_row, curves_figure, delta, pm, run_arms
 
 NAME = "tables1_2_offline_rl"
@@ -68,10 +67,9 @@ SMOKE = Config(trajectories=10, base={"model": "tiny-random", "steps": 1, "tasks
 FULL = Config()
 
 
-def run(cfg: Config, out: Path) -> dict[str, Any]:
+def run(cfg: Config, out: Path) -> Report:
     from xtree_gym.corpus import read_corpus
 
-    t0 = time.perf_counter()
     if cfg.corpus:
         corpus, path = list(read_corpus(cfg.corpus)), cfg.corpus
     else:
@@ -86,23 +84,19 @@ def run(cfg: Config, out: Path) -> dict[str, Any]:
     base = {**cfg.base, "corpus": path, "corpus_domain": cfg.domain, "tree": tp}
     runs = run_arms(base, ARMS, cfg.seeds, out)
     rows = {a: arm_row(runs[a], cfg.window) for a in ARMS}
-    results = {"corpus": path, "tree_nodes": len(tree), "rows": rows, "runs": runs, **provenance(cfg, t0)}
-    md = "\n".join([
-        f"# Tables 1–2: offline node RL on {Path(path).name} ({cfg.domain}), {cfg.base['model']}\n",
+    results = {"corpus": path, "tree_nodes": len(tree), "rows": rows, "runs": runs}
+    md = page(
+        f"# Tables 1–2: offline node RL on {Path(path).name} ({cfg.domain}), {cfg.base['model']}",
         markdown_table(["method", "replay win rate (%)", "Δ vs X-Tree Full", "replay reward"],
                        [[LABELS[a], pm(r["train_success"]), delta(r, rows["full"]) if a != "full" else "—",
                          r["reward"]["mean"]] for a, r in rows.items()], digits=3),
-        "",
         f"Tree: {len(tree)} nodes. Win rate: share of replayed node instances completed, last {cfg.window} "
         "step(s). WebArena's per-site success (Table 1) needs your own WebArena corpus and servers.",
-    ])  # fmt: skip
-    write_results(out, results, md, {"curves": curves_figure(runs, LABELS, key="reward")})
-    return results
+    )  # fmt: skip
+    return Report(results, md, {"curves": curves_figure(runs, LABELS, key="reward")})
 
 
-def main(argv: list[str] | None = None) -> int:
-    return experiment_main(NAME, __doc__ or "", SMOKE, FULL, run, argv)
-
+main = script_main(NAME, __doc__ or "", SMOKE, FULL, run)
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from xtree_gym.bonus_modes import (
+from xtree_gym.corpus import Step, Trajectory
+from xtree_gym.errors import ConfigError
+from xtree_gym.mining import mine
+from xtree_gym.mining.config import MinerConfig
+from xtree_gym.rewards import group_rewards
+from xtree_gym.rewards.modes import (
     BONUS_MODES,
     annealed_weight,
     gated_weight,
@@ -12,11 +17,6 @@ from xtree_gym.bonus_modes import (
     normalized_bonus,
     shaped_group_rewards,
 )
-from xtree_gym.config import MinerConfig
-from xtree_gym.corpus import Step, Trajectory
-from xtree_gym.errors import ConfigError
-from xtree_gym.mining import mine
-from xtree_gym.rewards import group_rewards
 
 
 def test_eq3_mode_is_eq3_exactly() -> None:

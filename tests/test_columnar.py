@@ -11,8 +11,8 @@ import pytest
 
 from xtree_gym import MinerConfig, read_corpus, write_corpus
 from xtree_gym.cli import main
-from xtree_gym.columnar import ColumnarCorpus, load_corpus, read_columnar
 from xtree_gym.corpus import Corpus, from_hf_dataset
+from xtree_gym.corpus.columnar import ColumnarCorpus, load_corpus, read_columnar
 from xtree_gym.errors import CorpusError
 from xtree_gym.mining import mine
 
@@ -24,9 +24,9 @@ CFG = MinerConfig(min_freq=2, eta=0.5, cap=12, p_len=1, p_succ=1)
 @pytest.fixture(autouse=True)
 def _columns_for_small_files(monkeypatch: pytest.MonkeyPatch) -> None:
     """These tests' files are small; the size rule would send them to the object path."""
-    import xtree_gym.columnar
+    import xtree_gym.corpus.columnar
 
-    monkeypatch.setattr(xtree_gym.columnar, "COLUMNAR_MIN_BYTES", 0)
+    monkeypatch.setattr(xtree_gym.corpus.columnar, "COLUMNAR_MIN_BYTES", 0)
 
 
 def records(n: int, seed: int = 0, with_tokens: bool = True) -> list[dict[str, Any]]:
@@ -240,7 +240,7 @@ def test_hf_dataset_is_read_from_arrow_not_row_dicts(tmp_path: Path, monkeypatch
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from xtree_gym.columnar import _n_records, _strict_problem, _strict_problem_slow  # noqa: E402
+from xtree_gym.corpus.columnar import _n_records, _strict_problem, _strict_problem_slow  # noqa: E402
 
 _LINE = st.one_of(
     st.just(b""),

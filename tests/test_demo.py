@@ -9,7 +9,7 @@ import pytest
 from xtree_gym.corpus import read_corpus
 from xtree_gym.demo import run_demo, tiling_rows
 from xtree_gym.errors import EnvConfigError
-from xtree_gym.tree import XTree
+from xtree_gym.mining.tree import XTree
 
 pytestmark = pytest.mark.jvm
 

@@ -12,10 +12,10 @@ minigrid = pytest.importorskip("minigrid")
 
 from experiments.minigrid_claim.solver import solver_action  # noqa: E402
 from xtree_gym.canon import canonicalize, get_canonicalizer  # noqa: E402
-from xtree_gym.config import MinerConfig  # noqa: E402
 from xtree_gym.corpus import Step, Trajectory  # noqa: E402
 from xtree_gym.errors import EnvConfigError  # noqa: E402
 from xtree_gym.mining import mine, trajectory_tokens  # noqa: E402
+from xtree_gym.mining.config import MinerConfig  # noqa: E402
 from xtree_gym.rewards import sequence_bonus  # noqa: E402
 from xtree_gym.wrappers.discrete import DiscreteTokens, discrete_action_names, xtree_discrete  # noqa: E402
 

@@ -15,7 +15,7 @@ import pytest
 
 from experiments import _corpora, _results
 
-MODULES = ["_results", "_corpora", "_banks", "_rlvr", "table5_mining_size", "table6_trees", "tables13_14_case_study",
+MODULES = ["_results", "_runner", "_corpora", "_banks", "_rlvr", "table5_mining_size", "table6_trees", "tables13_14_case_study",
            "figure5_tiling", "table15_advice_miniwob"]  # fmt: skip
 TRAINER_SCRIPTS = ["figure3_sciworld_rlvr", "table3_n_scaling", "table20_bank_ablation", "table21_heldout_mining",
                    "figure4_opsd", "table5_webshop_rlvr", "table4_warm_starts", "integrated_recipe"]  # fmt: skip
@@ -108,7 +108,7 @@ def test_markdown_cell_escaping() -> None:
 
 def test_random_span_tree_is_a_valid_tree_with_the_xtree_lengths(tmp_path: Path) -> None:
     from experiments._banks import match_count, mined_tree, random_span_tree
-    from xtree_gym.tree import XTree
+    from xtree_gym.mining.tree import XTree
 
     corpus = _corpora.subsample(_corpora.scienceworld_corpus()[0], 60, 0)
     tree, _ = mined_tree(corpus, "scienceworld", tmp_path / "t.json")
@@ -139,6 +139,40 @@ def test_set_override_errors_are_one_line(capsys: pytest.CaptureFixture[str]) ->
     assert table5_mining_size.main(["--smoke", "--set", "nosuchfield=1"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: --set 'nosuchfield'") and "Traceback" not in err
+
+
+def test_arms_report_is_one_layout_for_every_training_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shared tail of the arms × seeds tables: rows, per-arm stats and tail in results, one row per arm."""
+    from experiments import _rlvr
+
+    trained: list[tuple[str, int, str]] = []
+
+    def fake_arms(base: dict, arms: dict, seeds: tuple, out: Path) -> dict:
+        trained.extend((a, s, base["model"]) for a in arms for s in seeds)
+        win = {"outcome": 0.25, "xtree": 0.75}
+        return {a: [{"seed": s, "steps": [{"step": 0, "win_rate": win[a], "reward": win[a], "lambda_g": 0.5,
+                                           "bonus": 1.0, "opsd": 2.0 * s}]} for s in seeds] for a in arms}  # fmt: skip
+
+    monkeypatch.setattr(_rlvr, "run_arms", fake_arms)
+    cfg = _rlvr.ArmsConfig.smoke(seeds=(0, 1))
+    rep = _rlvr.arms_report(
+        cfg, {"outcome": {}, "xtree": {"shaping": "xtree"}}, tmp_path, {"tree": {"nodes": 3}},
+        labels={"outcome": "outcome only", "xtree": "+ X-Tree"}, title="# T", above=["block"],
+        header=["reward", "nodes", "train", "Δ", "held-out", "opsd"], before=lambda a: [3 if a == "xtree" else "–"],
+        after=lambda a, r, s: [s["opsd"][a]], stats={"opsd": lambda rs: max(x["opsd"] for r in rs for x in r["steps"])},
+        tail={"source": "here"}, base={**cfg.base, "model": "warm"}, note="Note.",
+    )  # fmt: skip
+    assert trained == [(a, s, "warm") for a in ("outcome", "xtree") for s in (0, 1)]  # arm-major, from `base`
+    assert list(rep.results) == ["tree", "rows", "opsd", "runs", "source"]
+    assert rep.results["opsd"] == {"outcome": 2.0, "xtree": 2.0}
+    assert rep.results["rows"]["xtree"]["train_success"]["mean"] == 0.75
+    lines = rep.table.split("\n")
+    assert lines[:4] == ["# T", "", "block", ""] and lines[-2:] == ["", "Note."]
+    assert "| + X-Tree | 3 | 75.0 ± 0.0 | +50.0 | — | 2.0 |" in lines
+    assert "| outcome only | – | 25.0 ± 0.0 | — | — | 2.0 |" in lines
+    assert set(rep.figures) == {"curves"}
 
 
 # ----------------------------------------------------------------------------- trainer smokes

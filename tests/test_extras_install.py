@@ -62,7 +62,7 @@ EXTRA_IMPORTS: dict[str, list[str]] = {
         "xtree_gym.adapters.tinker_env",
         "xtree_gym_verifiers",
     ],
-    "columnar": ["pyarrow", "xtree_gym.arrow_io"],
+    "columnar": ["pyarrow", "xtree_gym.corpus.arrow_io"],
     "bench": ["tokenizers", "psutil"],
     "dev": ["pytest", "hypothesis", "ruff", "mypy", "tokenizers", "psutil", "datasets"],
 }

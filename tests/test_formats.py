@@ -6,10 +6,10 @@ import json
 
 import pytest
 
+from xtree_gym.canon.formats import read_trajectories
 from xtree_gym.corpus import read_corpus
+from xtree_gym.corpus.formats.conversations import split_react
 from xtree_gym.errors import CorpusError
-from xtree_gym.formats import read_trajectories
-from xtree_gym.formats.conversations import split_react
 
 SCI_PROMPT = "You are a helpful assistant to do some scientific experiment in an environment..."
 

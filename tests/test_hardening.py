@@ -27,7 +27,7 @@ import pytest
 from xtree_gym import read_corpus
 from xtree_gym.cli import main
 from xtree_gym.errors import CorpusError, TreeFormatError
-from xtree_gym.tree import XTree
+from xtree_gym.mining.tree import XTree
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).parent / "data" / "render"
@@ -279,7 +279,7 @@ def test_nan_success_rejected_and_version_1_0_accepted(tmp_path: Path) -> None:
 _WRITER = textwrap.dedent(
     """
     import os, signal, sys, time
-    from xtree_gym._io import atomic_open, install_cleanup_handlers
+    from xtree_gym.corpus.io import atomic_open, install_cleanup_handlers
     install_cleanup_handlers()
     with atomic_open(sys.argv[1]) as fh:
         fh.write("new text, half written")
@@ -306,7 +306,7 @@ def test_a_killed_write_leaves_the_old_file_and_no_temp(tmp_path: Path, sig: int
     if sig == signal.SIGTERM:  # unwound: the writer removed its own temp
         assert list(tmp_path.glob(".*.tmp")) == []
     # SIGKILL cannot be caught: the next write of the file sweeps what the dead writer left
-    from xtree_gym._io import atomic_write_text
+    from xtree_gym.corpus.io import atomic_write_text
 
     atomic_write_text(target, "next run")
     assert target.read_text() == "next run" and list(tmp_path.glob(".*.tmp")) == []

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 import xtree_gym
-from xtree_gym._io import atomic_write_bytes, atomic_write_text
 from xtree_gym.cli import main
+from xtree_gym.corpus.io import atomic_write_bytes, atomic_write_text
 
 SAMPLE = str(files("xtree_gym") / "data/scienceworld_gold_sample.jsonl.gz")
 ROOT = Path(xtree_gym.__file__).resolve().parents[1]  # the checkout under test

@@ -7,9 +7,11 @@ from collections import Counter
 
 import pytest
 
-from xtree_gym.config import MinerConfig
 from xtree_gym.errors import ConfigError, CorpusError
-from xtree_gym.instances import (
+from xtree_gym.mining import mine
+from xtree_gym.mining.config import MinerConfig
+from xtree_gym.mining.tree import XTree
+from xtree_gym.rewards.instances import (
     NodeInstance,
     depth_histogram,
     length_histogram,
@@ -21,8 +23,6 @@ from xtree_gym.instances import (
     whole_trajectory_instances,
     write_instances,
 )
-from xtree_gym.mining import mine
-from xtree_gym.tree import XTree
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import random
 import pytest
 
 from xtree_gym.errors import ConfigError
-from xtree_gym.mdl import (
+from xtree_gym.reuserl.mdl import (
     MDLConfig,
     ReuseRLShaper,
     SkillDictionary,

@@ -7,8 +7,9 @@ import time
 
 import pytest
 
-import xtree_gym.mdl_fast as mdl_fast
-from xtree_gym.mdl import (
+import xtree_gym.reuserl.fast as mdl_fast
+from xtree_gym.reuserl.fast import ROW_BUDGET, CoverRows, WindowTable, _n_rows, compositions
+from xtree_gym.reuserl.mdl import (
     SMALL_CORPUS,
     MDLConfig,
     ReuseRLShaper,
@@ -16,7 +17,6 @@ from xtree_gym.mdl import (
     extract_dictionary_reference,
     segment,
 )
-from xtree_gym.mdl_fast import ROW_BUDGET, CoverRows, WindowTable, _n_rows, compositions
 
 
 def corpus(

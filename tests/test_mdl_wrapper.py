@@ -10,7 +10,7 @@ import pytest
 
 from xtree_gym.envs.countdown import CountdownEnv
 from xtree_gym.errors import ConfigError, EnvConfigError
-from xtree_gym.mdl import MDLConfig, ReuseRLShaper, SkillDictionary
+from xtree_gym.reuserl.mdl import MDLConfig, ReuseRLShaper, SkillDictionary
 from xtree_gym.wrappers.mdl import SegCost
 
 PUZZLE = {"numbers": [80, 2, 28, 1], "target": 54}
@@ -92,7 +92,7 @@ def test_wrapper_errors() -> None:
 
 
 def test_cli_prints_the_dictionary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from xtree_gym.mdl_cli import register_cli
+    from xtree_gym.reuserl.cli import register_cli
 
     corpus = tmp_path / "c.jsonl"
     lines = []

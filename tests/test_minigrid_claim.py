@@ -104,8 +104,8 @@ def test_bad_config_is_one_clear_error() -> None:
 def test_random_tree_lengths_follow_the_request(corpus_and_trees) -> None:
     """``random_tree(lengths=)`` draws merge i among pairs of node i's length when the pool has one."""
     from experiments.minigrid_claim.run import _hist_distance
-    from xtree_gym.config import MinerConfig
-    from xtree_gym.instances import random_tree
+    from xtree_gym.mining.config import MinerConfig
+    from xtree_gym.rewards.instances import random_tree
 
     corpus, tree, _, _ = corpus_and_trees
     cfg, want = MinerConfig(**SMOKE.miner), [n.length for n in tree.nodes]
@@ -123,7 +123,7 @@ def test_random_tree_lengths_follow_the_request(corpus_and_trees) -> None:
 def test_exact_random_tree_per_seed(corpus_and_trees) -> None:
     """Node count and length histogram exactly the X-Tree's; a different draw per seed; no success filter."""
     from experiments.minigrid_claim.controls import exact_random_tree
-    from xtree_gym.config import MinerConfig
+    from xtree_gym.mining.config import MinerConfig
 
     corpus, tree, _, _ = corpus_and_trees
     cfg = MinerConfig(**SMOKE.miner)
@@ -230,3 +230,20 @@ def test_command_line_options(tmp_path, capsys) -> None:
     prov = json.loads((out / "provenance.json").read_text())
     assert prov["config"]["arms"] == list(ARMS) and "--seeds" in prov["command"]
     assert prov["commit"] is None or len(prov["commit"]) == 40
+
+
+def test_resume_keeps_only_runs_of_the_same_config(tmp_path) -> None:
+    """``--resume`` reads the shared runner's ``runs.jsonl``: a run made with another lr is redone, one made
+    with other seeds/arms (the run choice) is kept; what is written back is one whole line per run."""
+    from experiments.minigrid_claim.run import load_done, run_log
+
+    log = tmp_path / "runs.jsonl"
+    other_lr = run_log(log, dataclasses.replace(SMOKE, lr=0.5))
+    with other_lr.writer(resume=False) as write:
+        write({"arm": "xtree", "n": 2, "seed": 0, "win": 0.1})
+    with run_log(log, dataclasses.replace(SMOKE, seeds=(7, 8))).writer(resume=True) as write:
+        write({"arm": "outcome", "n": 4, "seed": 7, "win": 0.2})
+    assert load_done(log, SMOKE) == {("outcome", 4, 7): {"arm": "outcome", "n": 4, "seed": 7, "win": 0.2}}
+    assert list(other_lr.done()) == [("xtree", 2, 0)]  # and the other way round
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    assert [set(x) for x in lines] == [{"config", "run"}] * 2 and lines[0]["config"]["lr"] == 0.5

@@ -20,7 +20,7 @@ from xtree_gym.mining import (
     trajectory_tokens,
     x_score,
 )
-from xtree_gym.mining_fast import fast_mine
+from xtree_gym.mining.fast import fast_mine
 
 
 def traj(

@@ -9,8 +9,8 @@ import pytest
 from xtree_gym.envs import register_envs
 from xtree_gym.envs.node_replay import NodeReplayEnv, render_history
 from xtree_gym.errors import EnvConfigError
-from xtree_gym.instances import node_instances, write_instances
 from xtree_gym.rewards import node_completion_reward
+from xtree_gym.rewards.instances import node_instances, write_instances
 from xtree_gym.wrappers.reward import XTreeBonus
 
 

@@ -8,10 +8,10 @@ import pytest
 
 from xtree_gym.corpus import read_corpus
 from xtree_gym.errors import ConfigError
+from xtree_gym.mining.tree import XTree
 from xtree_gym.render.advice import Advisor, utterance_overlap
 from xtree_gym.render.gaps import find_gaps
 from xtree_gym.render.stats import CorpusUsage
-from xtree_gym.tree import XTree
 
 DATA = Path(__file__).parent / "data" / "render"
 

@@ -14,6 +14,7 @@ import pytest
 
 from xtree_gym.corpus import read_corpus
 from xtree_gym.errors import ConfigError
+from xtree_gym.mining.tree import XTree
 from xtree_gym.render.cards import (
     WASTED_OPTION,
     WEBSHOP_GLOSSES,
@@ -29,7 +30,6 @@ from xtree_gym.render.cards import (
 )
 from xtree_gym.render.retrieval import FamilyIndex, SkillBank, build_skill_bank, task_line, webshop_keys
 from xtree_gym.render.stats import CorpusUsage
-from xtree_gym.tree import XTree
 
 DATA = Path(__file__).parent / "data" / "render"
 

@@ -14,10 +14,10 @@ import pytest
 
 from xtree_gym.cli import main
 from xtree_gym.corpus import read_corpus
+from xtree_gym.mining.tree import XTree
 from xtree_gym.render.gaps import find_gaps
 from xtree_gym.render.report import build_report
 from xtree_gym.render.stats import CorpusUsage
-from xtree_gym.tree import XTree
 
 DATA = Path(__file__).parent / "data" / "render"
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)

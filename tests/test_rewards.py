@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xtree_gym.config import MinerConfig
 from xtree_gym.corpus import Step, Trajectory
 from xtree_gym.errors import ConfigError
 from xtree_gym.mining import mine
+from xtree_gym.mining.config import MinerConfig
 from xtree_gym.rewards import (
     BonusContext,
     DepthBonus,
@@ -251,7 +251,7 @@ def test_goal_steps_counts_goal_typed_tokens_only():
 
 def test_authors_page_bonuses_are_the_tiling_sums(shared_dir):
     """The project page's RLVR groups: Σ b_v over the distinct nodes of the top-level tiling."""
-    from xtree_gym.tree import XTree
+    from xtree_gym.mining.tree import XTree
 
     site = shared_dir / "reference" / "xtree-site"
     text = (site / "integ_data.js").read_text()

@@ -18,10 +18,10 @@ from xtree_gym.agents.sft_rows import (
     tiling_segments,
     write_rows,
 )
-from xtree_gym.config import MinerConfig
 from xtree_gym.corpus import Step, Trajectory, write_corpus
 from xtree_gym.errors import ConfigError
 from xtree_gym.mining import mine
+from xtree_gym.mining.config import MinerConfig
 
 ACTIONS = ["open door", "go to hallway", "look around", "open door", "go to hallway"]
 TOKENS = ["open<door>", "navigate<hallway>", "observe<room>", "open<door>", "navigate<hallway>"]

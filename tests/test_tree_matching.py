@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from xtree_gym import MinerConfig, Step, Trajectory, XTree, mine
 from xtree_gym.errors import TreeFormatError
-from xtree_gym.matching import StreamingMatcher, find_matches, naive_find_matches
+from xtree_gym.mining.matching import StreamingMatcher, find_matches, naive_find_matches
 
 
 @pytest.fixture()

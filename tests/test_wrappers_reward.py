@@ -7,10 +7,10 @@ from typing import Any
 import gymnasium as gym
 import pytest
 
-from xtree_gym.config import MinerConfig
 from xtree_gym.corpus import Step, Trajectory
 from xtree_gym.errors import ConfigError, EnvConfigError
 from xtree_gym.mining import mine
+from xtree_gym.mining.config import MinerConfig
 from xtree_gym.rewards import group_rewards, lambda_g, sequence_bonus
 from xtree_gym.wrappers.reward import InvalidActionPenalty, XTreeBonus
 
@@ -118,7 +118,7 @@ def test_tiling_mode_pays_the_tiling_at_the_end(abc_tree):
 
 
 def test_webshop_goal_options_and_task_come_from_the_reset_info():
-    from xtree_gym.tree import Node, XTree
+    from xtree_gym.mining.tree import Node, XTree
 
     exp = ("search<query>", "click<item>", "click<option-size>", "click<option-color>")
     tree = XTree([Node("S0", ("S", "x"), 3, 4, exp, 10, success=0.5)])
@@ -222,8 +222,8 @@ def test_webshop_design_on_the_real_env(webshop_env, shared_dir):
     import random
 
     from xtree_gym.collect.webshop import run_episode
+    from xtree_gym.mining.tree import XTree
     from xtree_gym.rewards import WebShopBonus
-    from xtree_gym.tree import XTree
 
     tree = XTree.load(shared_dir / "reference" / "xtree-site" / "trees" / "webshop.json")
     for idx, variant in ((208, "expert"), (0, "detour")):

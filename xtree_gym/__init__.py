@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._lazy import lazy_exports
+from ._lazy import install_old_paths, lazy_exports
 from .envs import register_envs
 
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from .canon import CanonicalAction, Canonicalizer, available_domains, canonicalize, get_canonicalizer
     from .canon.corpus import canonicalize_corpus
-    from .config import PRESETS, MinerConfig
-    from .corpus import (
+    from .corpus.encoded import EncodedCorpus
+    from .corpus.records import (
         BadLine,
         Corpus,
         Step,
@@ -38,26 +38,27 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
         TreeFormatError,
         XTreeError,
     )
-    from .instances import NodeInstance, make_instances, node_instances, random_tree
-    from .matching import Match, StreamingMatcher, find_matches
-    from .mdl import MDLConfig, SkillDictionary, extract_dictionary, round_length_rewards, segcost_rewards
-    from .mining import EncodedCorpus, Merge, mine, reference_mine
-    from .rewards import (
-        BONUS_DESIGNS,
-        DepthBonus,
-        RunningWinRate,
-        WebShopBonus,
-        group_rewards,
-        lambda_g,
-        node_completion_reward,
-        sequence_bonus,
+    from .mining.config import PRESETS, MinerConfig
+    from .mining.matching import Match, StreamingMatcher, find_matches
+    from .mining.miner import Merge, mine, reference_mine
+    from .mining.tree import Node, Segment, XTree
+    from .reuserl.mdl import (
+        MDLConfig,
+        SkillDictionary,
+        extract_dictionary,
+        round_length_rewards,
+        segcost_rewards,
     )
-    from .tree import Node, Segment, XTree
+    from .rewards.bonus import BONUS_DESIGNS, DepthBonus, WebShopBonus, sequence_bonus
+    from .rewards.group import RunningWinRate, group_rewards, lambda_g
+    from .rewards.instances import NodeInstance, make_instances, node_instances, random_tree
+    from .rewards.node import node_completion_reward
 
 
 __version__ = "0.1.0"
 
 register_envs()
+install_old_paths()  # xtree_gym.tree, xtree_gym.config, ... : the paths before the move
 
 # public name -> module that defines it
 _LAZY: dict[str, str] = {
@@ -67,8 +68,8 @@ _LAZY: dict[str, str] = {
     "canonicalize": "xtree_gym.canon",
     "get_canonicalizer": "xtree_gym.canon",
     "canonicalize_corpus": "xtree_gym.canon.corpus",
-    "PRESETS": "xtree_gym.config",
-    "MinerConfig": "xtree_gym.config",
+    "PRESETS": "xtree_gym.mining.config",
+    "MinerConfig": "xtree_gym.mining.config",
     "BadLine": "xtree_gym.corpus",
     "Corpus": "xtree_gym.corpus",
     "Step": "xtree_gym.corpus",
@@ -84,18 +85,18 @@ _LAZY: dict[str, str] = {
     "EnvConfigError": "xtree_gym.errors",
     "TreeFormatError": "xtree_gym.errors",
     "XTreeError": "xtree_gym.errors",
-    "NodeInstance": "xtree_gym.instances",
-    "make_instances": "xtree_gym.instances",
-    "node_instances": "xtree_gym.instances",
-    "random_tree": "xtree_gym.instances",
-    "Match": "xtree_gym.matching",
-    "StreamingMatcher": "xtree_gym.matching",
-    "find_matches": "xtree_gym.matching",
-    "MDLConfig": "xtree_gym.mdl",
-    "SkillDictionary": "xtree_gym.mdl",
-    "extract_dictionary": "xtree_gym.mdl",
-    "round_length_rewards": "xtree_gym.mdl",
-    "segcost_rewards": "xtree_gym.mdl",
+    "NodeInstance": "xtree_gym.rewards.instances",
+    "make_instances": "xtree_gym.rewards.instances",
+    "node_instances": "xtree_gym.rewards.instances",
+    "random_tree": "xtree_gym.rewards.instances",
+    "Match": "xtree_gym.mining.matching",
+    "StreamingMatcher": "xtree_gym.mining.matching",
+    "find_matches": "xtree_gym.mining.matching",
+    "MDLConfig": "xtree_gym.reuserl.mdl",
+    "SkillDictionary": "xtree_gym.reuserl.mdl",
+    "extract_dictionary": "xtree_gym.reuserl.mdl",
+    "round_length_rewards": "xtree_gym.reuserl.mdl",
+    "segcost_rewards": "xtree_gym.reuserl.mdl",
     "EncodedCorpus": "xtree_gym.mining",
     "Merge": "xtree_gym.mining",
     "mine": "xtree_gym.mining",
@@ -108,9 +109,9 @@ _LAZY: dict[str, str] = {
     "lambda_g": "xtree_gym.rewards",
     "node_completion_reward": "xtree_gym.rewards",
     "sequence_bonus": "xtree_gym.rewards",
-    "Node": "xtree_gym.tree",
-    "Segment": "xtree_gym.tree",
-    "XTree": "xtree_gym.tree",
+    "Node": "xtree_gym.mining.tree",
+    "Segment": "xtree_gym.mining.tree",
+    "XTree": "xtree_gym.mining.tree",
     "XTreeBonus": "xtree_gym.wrappers.reward",
     "InvalidActionPenalty": "xtree_gym.wrappers.reward",
     "SegCost": "xtree_gym.wrappers.mdl",

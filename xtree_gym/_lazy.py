@@ -13,6 +13,11 @@ Example:
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -34,3 +39,62 @@ def lazy_exports(
         return sorted(set(namespace) | set(exports))
 
     return __getattr__, __dir__
+
+
+# ----------------------------------------------------------------------------- old module paths
+
+OLD_PATHS: dict[str, str] = {
+    "xtree_gym._io": "xtree_gym.corpus.io",
+    "xtree_gym.arrow_io": "xtree_gym.corpus.arrow_io",
+    "xtree_gym.columnar": "xtree_gym.corpus.columnar",
+    "xtree_gym.convert_cli": "xtree_gym.corpus.cli",
+    "xtree_gym.formats": "xtree_gym.canon.formats",
+    "xtree_gym.formats._records": "xtree_gym.corpus.formats._records",
+    "xtree_gym.formats.agentlab": "xtree_gym.corpus.formats.agentlab",
+    "xtree_gym.formats.conversations": "xtree_gym.corpus.formats.conversations",
+    "xtree_gym.config": "xtree_gym.mining.config",
+    "xtree_gym.mining_base": "xtree_gym.mining.base",
+    "xtree_gym.mining_reference": "xtree_gym.mining.reference",
+    "xtree_gym.mining_fast": "xtree_gym.mining.fast",
+    "xtree_gym.tree": "xtree_gym.mining.tree",
+    "xtree_gym.matching": "xtree_gym.mining.matching",
+    "xtree_gym.cli_core": "xtree_gym.mining.cli",
+    "xtree_gym.bonus_modes": "xtree_gym.rewards.modes",
+    "xtree_gym.instances": "xtree_gym.rewards.instances",
+    "xtree_gym.mdl": "xtree_gym.reuserl.mdl",
+    "xtree_gym.mdl_fast": "xtree_gym.reuserl.fast",
+    "xtree_gym.mdl_cli": "xtree_gym.reuserl.cli",
+}
+"""Module paths of the flat layout before the core moved into packages -> where the code lives now.
+
+``xtree_gym.corpus``, ``xtree_gym.mining`` and ``xtree_gym.rewards`` became packages that export
+every public name the old modules had, so they need no entry. An old path imported today is a
+module holding the same objects as the new one (``xtree_gym.tree.XTree is xtree_gym.mining.tree.XTree``).
+"""
+
+
+class _OldPath(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds :data:`OLD_PATHS` after the real files are searched, and loads each as a thin alias module."""
+
+    def find_spec(
+        self, fullname: str, path: Any = None, target: Any = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in OLD_PATHS:
+            return None
+        is_pkg = any(other.startswith(fullname + ".") for other in OLD_PATHS)
+        return importlib.util.spec_from_loader(fullname, self, is_package=is_pkg)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
+        return None  # a fresh module; exec_module fills it
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        target = importlib.import_module(OLD_PATHS[module.__name__])
+        module.__dict__.update({k: v for k, v in vars(target).items() if not k.startswith("__")})
+        module.__doc__ = f"Old path of :mod:`{target.__name__}` (the core moved into packages); same objects."
+        module.__getattr__ = lambda name: getattr(target, name)  # type: ignore[method-assign]  # names set later
+
+
+def install_old_paths() -> None:
+    """Let ``import xtree_gym.tree`` (and every path in :data:`OLD_PATHS`) keep working; idempotent."""
+    if not any(isinstance(f, _OldPath) for f in sys.meta_path):
+        sys.meta_path.append(_OldPath())  # last: a real module of the same name always wins

@@ -17,18 +17,18 @@ from .errors import XTreeError
 
 # Modules that add subcommands (``xtree canon``, ``xtree collect <env>``, ``xtree demo``, ...).
 _PLUGIN_MODULES = (
-    "xtree_gym.cli_core",
+    "xtree_gym.mining.cli",
     "xtree_gym.canon.cli",
     "xtree_gym.collect.scienceworld",
     "xtree_gym.collect.webshop",
     "xtree_gym.collect.miniwob",
     "xtree_gym.demo",
     "xtree_gym.render.cli",
-    "xtree_gym.mdl_cli",
+    "xtree_gym.reuserl.cli",
     "xtree_gym.agents.cli",
     "xtree_gym.agents.train_cli",
     "xtree_gym.agents.sft_cli",
-    "xtree_gym.convert_cli",
+    "xtree_gym.corpus.cli",
 )
 
 
@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from ._io import install_cleanup_handlers
+    from .corpus.io import install_cleanup_handlers
 
     install_cleanup_handlers()  # SIGTERM/SIGHUP unwind like Ctrl-C: a write in progress removes its temp
     parser = build_parser()

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from .corpus import Trajectory, trajectory_from_dict
+from .corpus.records import Trajectory, trajectory_from_dict
 
 BAND_OPEN, BAND_MID, BAND_CLOSE, BAND_ONE, PRIMITIVE = "[", "|", "]", "=", "."
 
@@ -117,7 +117,7 @@ def sample_corpus() -> list[Trajectory]:
     from importlib.resources import as_file, files
 
     from .canon.corpus import canonicalize_corpus
-    from .corpus import read_corpus
+    from .corpus.records import read_corpus
 
     with as_file(files("xtree_gym") / "data" / "scienceworld_gold_sample.jsonl.gz") as path:
         trajectories = read_corpus(path).trajectories
@@ -238,7 +238,7 @@ def run_demo(
     ``collect`` they choose the gold episodes collected and mined instead. ``env``: reuse a simulator.
     """
     from .envs import sciworld_folds as folds
-    from .mining import mine
+    from .mining.miner import mine
 
     out_stream = stream or sys.stdout
     # An id such as "1-1" resolves; a typo is refused now, not silently replaced by another episode.
@@ -279,7 +279,7 @@ def run_demo(
             if own:
                 env.close()
     if out:
-        from .corpus import write_corpus
+        from .corpus.records import write_corpus
 
         d = Path(out)
         d.mkdir(parents=True, exist_ok=True)

@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from xtree_gym.bonus_modes import BONUS_MODES, check_bonus_mode
 from xtree_gym.errors import ConfigError
+from xtree_gym.rewards.modes import BONUS_MODES, check_bonus_mode
 
 ARM_SPECS: dict[str, tuple[str | None, str]] = {
     "outcome": (None, "eq3"),
@@ -23,7 +23,7 @@ ARM_SPECS: dict[str, tuple[str | None, str]] = {
 }
 """arm -> (bonus source, bonus mode). Sources: the mined X-Tree, a random tree drawn per seed
 (matched node count and length histogram), the env's hand-named subgoals, the in-loop tree mined
-from the agent's own rollouts; modes: :data:`xtree_gym.bonus_modes.BONUS_MODES`."""
+from the agent's own rollouts; modes: :data:`xtree_gym.rewards.modes.BONUS_MODES`."""
 ARMS = tuple(ARM_SPECS)
 LEGACY_ARMS = ("outcome", "xtree", "random_tree")
 """The three arms of the first claim check (``--full``)."""

@@ -16,12 +16,12 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from xtree_gym.config import MinerConfig
 from xtree_gym.corpus import Trajectory
 from xtree_gym.errors import ConfigError
-from xtree_gym.instances import random_tree
+from xtree_gym.mining.config import MinerConfig
+from xtree_gym.mining.tree import XTree
 from xtree_gym.rewards import sequence_bonus
-from xtree_gym.tree import XTree
+from xtree_gym.rewards.instances import random_tree
 
 
 def length_histogram(tree: XTree) -> dict[int, int]:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from experiments._results import write_provenance
-from xtree_gym._io import atomic_write_text
+from xtree_gym.corpus.io import atomic_write_text
 from xtree_gym.render.figures import save_png
 
 from .config import ClaimConfig

@@ -28,15 +28,16 @@ from pathlib import Path
 from typing import Any
 
 from experiments._results import code_commit
-from xtree_gym._io import atomic_write_text
-from xtree_gym.bonus_modes import max_episode_bonus
-from xtree_gym.config import MinerConfig
+from experiments._runner import RunLog
 from xtree_gym.corpus import Trajectory, write_corpus
+from xtree_gym.corpus.io import atomic_write_text
 from xtree_gym.errors import ConfigError
-from xtree_gym.instances import random_tree
 from xtree_gym.mining import mine
+from xtree_gym.mining.config import MinerConfig
+from xtree_gym.mining.tree import XTree
 from xtree_gym.progress import Progress
-from xtree_gym.tree import XTree
+from xtree_gym.rewards.instances import random_tree
+from xtree_gym.rewards.modes import max_episode_bonus
 
 from .config import ARM_SPECS, ARMS, ENVS, FULL, GRID, SMOKE, SUBGOALS, ClaimConfig
 from .controls import exact_random_tree, layout_split, length_histogram, subgoal_value
@@ -122,21 +123,23 @@ def _run_config(cfg: ClaimConfig) -> str:
     )
 
 
-def load_done(path: Path, cfg: ClaimConfig) -> dict[tuple[str, int, int], dict[str, Any]]:
-    """Runs already in ``runs.jsonl`` made with this config up to the run choice (a resumed run skips them)."""
-    done: dict[tuple[str, int, int], dict[str, Any]] = {}
-    if not path.exists():
-        return done
+def run_log(path: Path, cfg: ClaimConfig) -> RunLog:
+    """``runs.jsonl`` (the shared runner's log), keyed by (arm, n, seed); a logged run counts as done
+    when it was made with this config up to the run choice (:data:`RUN_FIELDS`)."""
     want = _run_config(cfg)
-    for line in path.read_text(encoding="utf-8").splitlines():
-        rec = json.loads(line)
+
+    def same(config: Any) -> bool:
         try:
-            same = _run_config(ClaimConfig(**_tuples(rec.get("config") or {}))) == want
+            return _run_config(ClaimConfig(**_tuples(config or {}))) == want
         except (TypeError, ConfigError):
-            same = False
-        if same:
-            done[_key(rec["run"])] = rec["run"]
-    return done
+            return False
+
+    return RunLog(path, dataclasses.asdict(cfg), key=lambda line: _key(line["run"]), same=same)
+
+
+def load_done(path: Path, cfg: ClaimConfig) -> dict[Any, dict[str, Any]]:
+    """Runs already in ``runs.jsonl`` made with this config up to the run choice (a resumed run skips them)."""
+    return run_log(path, cfg).done()
 
 
 def _tuples(d: dict[str, Any]) -> dict[str, Any]:
@@ -207,21 +210,17 @@ def run_all(
     code = code_commit()  # the code the runs start from (provenance.json)
     prep = _prepare(cfg)
     out_dir.mkdir(parents=True, exist_ok=True)
-    log = out_dir / "runs.jsonl"
-    done = load_done(log, cfg) if resume else {}
+    log = run_log(out_dir / "runs.jsonl", cfg)
+    done = log.done() if resume else {}
     plan = specs(cfg, prep["extra"])
     runs: list[dict[str, Any]] = [done[_key(s)] for s in plan if _key(s) in done]
     todo = [(s, _tree_for(s.arm, s.seed, prep)) for s in plan if _key(s) not in done]
     conf = dataclasses.asdict(cfg)
     bar = Progress(total=len(todo), desc="minigrid claim runs", enabled=progress)
-    with (
-        open(log, "a" if resume else "w", encoding="utf-8") as fh,  # append-only log: each line whole
-        multiprocessing.get_context("fork").Pool(cfg.workers) as pool,
-    ):
+    with log.writer(resume) as write, multiprocessing.get_context("fork").Pool(cfg.workers) as pool:
         for r in pool.imap_unordered(_run, todo):
             runs.append(r)
-            fh.write(json.dumps({"config": conf, "run": r}) + "\n")
-            fh.flush()
+            write(r)
             write_curves(out_dir / "curves", [r])
             bar.update()
     bar.close()

@@ -22,10 +22,10 @@ import torch
 
 from xtree_gym.agents.advantages import grouped_advantages
 from xtree_gym.agents.losses import clipped_policy_loss
-from xtree_gym.bonus_modes import max_episode_bonus, shaped_group_rewards
 from xtree_gym.corpus import Step, Trajectory
+from xtree_gym.mining.tree import XTree
 from xtree_gym.rewards import lambda_g, sequence_bonus
-from xtree_gym.tree import XTree
+from xtree_gym.rewards.modes import max_episode_bonus, shaped_group_rewards
 from xtree_gym.wrappers.discrete import xtree_discrete
 
 from .config import ARM_SPECS, SUBGOALS
@@ -241,7 +241,7 @@ def batch_rewards(
     """Each group of ``n`` consecutive episodes rewarded by the arm's bonus mode; returns (rewards, weight per group).
 
     The outcome-only arm uses R_out alone; its λ_g is still reported (what Eq. 3 would weigh).
-    Other arms go through :func:`xtree_gym.bonus_modes.shaped_group_rewards` (``eq3``: Eq. 3 itself)
+    Other arms go through :func:`xtree_gym.rewards.modes.shaped_group_rewards` (``eq3``: Eq. 3 itself)
     with ``design`` its parameters (``max_bonus``, ``margin``, ``best_win_rate``, ``progress``).
 
     Example:
@@ -291,7 +291,7 @@ class InLoopTree:
     """
 
     def __init__(self, spec: RunSpec) -> None:
-        from xtree_gym.config import MinerConfig
+        from xtree_gym.mining.config import MinerConfig
 
         self.spec = spec
         self.config = MinerConfig(**dict(spec.miner))

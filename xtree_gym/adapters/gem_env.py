@@ -26,8 +26,9 @@ from typing import Any
 import gem
 
 from ..envs import ENV_SPECS
-from ..rewards import LAMBDA0, W_REF, RunningWinRate
-from ..tree import XTree
+from ..mining.tree import XTree
+from ..rewards.constants import LAMBDA0, W_REF
+from ..rewards.group import RunningWinRate
 from .text_env import TextEpisode, episode_bonus
 
 

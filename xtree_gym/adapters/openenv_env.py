@@ -48,7 +48,7 @@ from openenv.core.env_server import (
 from pydantic import Field
 
 from ..errors import EnvConfigError, XTreeError
-from ..tree import XTree
+from ..mining.tree import XTree
 from .text_env import TextEpisode, episode_bonus
 
 OPENENV_VERSION = "0.3.0"

@@ -29,8 +29,10 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ..errors import ConfigError, EnvConfigError
-from ..rewards import LAMBDA0, W_REF, lambda_g, resolve_bonus, sequence_bonus
-from ..tree import XTree
+from ..mining.tree import XTree
+from ..rewards.bonus import resolve_bonus, sequence_bonus
+from ..rewards.constants import LAMBDA0, W_REF
+from ..rewards.group import lambda_g
 
 Message = dict[str, str]
 T = TypeVar("T")
@@ -109,7 +111,9 @@ class TextEpisode:
     ) -> None:
         import gymnasium as gym
 
-        import xtree_gym  # noqa: F401  (registers the XTree-* ids)
+        from ..envs import register_envs
+
+        register_envs()  # the XTree-* ids
 
         if max_steps is not None and (not isinstance(max_steps, int) or max_steps < 1):
             raise ConfigError(f"max_steps = {max_steps!r}", fix="use a positive int or None")

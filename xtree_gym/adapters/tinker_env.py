@@ -24,8 +24,8 @@ from typing import Any
 import tinker
 from tinker_cookbook.rl.types import Env, EnvGroupBuilder, StepResult, Trajectory
 
-from ..rewards import LAMBDA0, W_REF
-from ..tree import XTree
+from ..mining.tree import XTree
+from ..rewards.constants import LAMBDA0, W_REF
 from .text_env import TextEpisode, episode_bonus, group_bonus_rewards
 
 

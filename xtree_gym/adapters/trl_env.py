@@ -32,8 +32,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..rewards import LAMBDA0, W_REF, completion_actions, grouped_rewards
-from ..tree import XTree
+from ..mining.tree import XTree
+from ..rewards.adapters import completion_actions, grouped_rewards
+from ..rewards.constants import LAMBDA0, W_REF
 from .text_env import TextEpisode, episode_bonus
 
 

@@ -32,8 +32,8 @@ from typing import Any
 import verifiers.v1 as vf
 from pydantic import Field
 
-from ..rewards import LAMBDA0, W_REF
-from ..tree import XTree
+from ..mining.tree import XTree
+from ..rewards.constants import LAMBDA0, W_REF
 from .text_env import TextEpisode, episode_bonus, group_bonus_rewards
 
 VERIFIERS_VERSION = "0.4.0"

@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from .._io import atomic_write_text
+from ..corpus.io import atomic_write_text
 from ..errors import ConfigError
 from .runfolder import checkpoints_by_step, sweep_checkpoint_temps
 

@@ -40,7 +40,7 @@ def parse_env_args(pairs: list[str] | None, option: str = "--env-arg") -> dict[s
 
 def read_responses(path: str) -> list[str]:
     """The scripted backend's ``--responses`` file: a non-empty JSON list of strings, else one error."""
-    from .._io import input_problem, loads_strict
+    from ..corpus.io import input_problem, loads_strict
 
     fix = 'write a JSON list of response strings, e.g. ["<action>look around</action>"]'
     problem = input_problem(path, "responses file")

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..bonus_modes import check_bonus_mode
 from ..errors import ConfigError
-from ..rewards import INVALID_PENALTY, LAMBDA0, W_REF
+from ..rewards.constants import INVALID_PENALTY, LAMBDA0, W_REF
+from ..rewards.modes import check_bonus_mode
 
 ENV_ALIASES = {
     "scienceworld": "XTree-ScienceWorld-v0",

@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .._io import atomic_write_text, loads_strict
+from ..corpus.io import atomic_write_text, loads_strict
 from ..errors import ConfigError
 from .rollout import env_domain, rollout
 from .types import Episode, TaskSpec
@@ -178,7 +178,7 @@ def summarize(episodes: Sequence[Episode], domain: str) -> dict[str, Any]:
 # -- the episodes file -------------------------------------------------------------------------------
 def read_episodes(path: Path) -> list[Episode]:
     """Episodes recorded in ``path``; a torn last line (an interrupted write) is dropped."""
-    from ..corpus import read_corpus
+    from ..corpus.records import read_corpus
 
     if not path.is_file():
         return []

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .._io import atomic_write_text
+from ..corpus.io import atomic_write_text
 
 METRICS_FILE = "metrics.jsonl"
 RLVR_KEYS = (

@@ -27,12 +27,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
-from ..rewards import ALPHA, GAMMA, NODE_REWARDS
+from ..rewards.constants import ALPHA, GAMMA
+from ..rewards.node import NODE_REWARDS
 from .config import GRPOConfig
 from .types import TaskSpec
 
 if TYPE_CHECKING:
-    from ..instances import NodeInstance
+    from ..rewards.instances import NodeInstance
 
 INSTANCE_SETS = {
     "xtree": "node",
@@ -40,7 +41,7 @@ INSTANCE_SETS = {
     "random-tree": "random_tree",
     "whole": "whole",
 }
-"""``--instances`` name -> instance kind (:data:`xtree_gym.instances.KINDS`): Tables 1-2's rows."""
+"""``--instances`` name -> instance kind (:data:`xtree_gym.rewards.instances.KINDS`): Tables 1-2's rows."""
 
 CURRICULA = ("none", "depth")
 INSTANCES_FILE = "instances.jsonl"
@@ -128,14 +129,14 @@ def check_offline(cfg: OfflineConfig) -> None:
 
 def build_instances(cfg: OfflineConfig) -> list[NodeInstance]:
     """The instance set ``cfg.instances`` names, cut from ``cfg.corpus`` (same corpus + seed -> same set)."""
-    from ..corpus import read_corpus
-    from ..instances import make_instances
-    from ..tree import XTree
+    from ..corpus.records import read_corpus
+    from ..mining.tree import XTree
+    from ..rewards.instances import make_instances
 
     trajs = read_corpus(cfg.corpus).trajectories
     tree = XTree.load(cfg.tree) if cfg.tree else None
     if tree is None:  # only 'whole' gets here: it needs no tree
-        from ..instances import whole_trajectory_instances
+        from ..rewards.instances import whole_trajectory_instances
 
         return whole_trajectory_instances(trajs, domain=cfg.corpus_domain)
     out = make_instances(INSTANCE_SETS[cfg.instances], trajs, tree, seed=cfg.seed, domain=cfg.corpus_domain)
@@ -168,7 +169,7 @@ def instance_tasks(
     """``count`` instances of ``pool`` (indices) for a step, without replacement while the pool lasts.
 
     Example:
-        >>> from xtree_gym.instances import NodeInstance
+        >>> from xtree_gym.rewards.instances import NodeInstance
         >>> insts = [NodeInstance(f"t@{i}:{i + 1}", "t", "node", "S0", 1, i, i + 1, task="boil",
         ...          prefix=[{}] * i, gold=[{"action": "a"}]) for i in range(4)]
         >>> ts = instance_tasks(insts, [0, 1, 2, 3], 2, seed=0, step=1)
@@ -200,12 +201,12 @@ def instance_summary(instances: Sequence[NodeInstance]) -> dict[str, Any]:
     """Count, kinds, depth and length histograms of an instance set (what each control flag produces).
 
     Example:
-        >>> from xtree_gym.instances import NodeInstance
+        >>> from xtree_gym.rewards.instances import NodeInstance
         >>> i = NodeInstance("t@0:2", "t", "node", "S0", 1, 0, 2, gold=[{"action": "a"}, {"action": "b"}])
         >>> instance_summary([i])
         {'instances': 1, 'kinds': {'node': 1}, 'depths': {1: 1}, 'lengths': {2: 1}}
     """
-    from ..instances import depth_histogram, length_histogram
+    from ..rewards.instances import depth_histogram, length_histogram
 
     return {
         "instances": len(instances),

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..instances import NodeInstance, write_instances
+from ..rewards.instances import NodeInstance, write_instances
 from .offline import INSTANCES_FILE, OfflineConfig, build_instances, curriculum_phase, instance_tasks
 from .trainer import GRPOTrainer
 from .types import TaskSpec

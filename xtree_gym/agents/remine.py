@@ -1,7 +1,7 @@
 """The tree co-evolves with the policy: a FIFO buffer of own rollouts, re-mined every K steps.
 
 Both successes and failures go into the buffer (labelled by ``success``: the miner's success
-filter needs both). Re-mining uses the same :class:`~xtree_gym.config.MinerConfig` as the
+filter needs both). Re-mining uses the same :class:`~xtree_gym.mining.config.MinerConfig` as the
 starting tree, so only the data changes. Nodes are compared by their primitive expansion (node
 ids are renumbered by every mining run): ``came`` = new expansions, ``went`` = gone, ``stayed``.
 """
@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..corpus import Step, Trajectory, trajectory_from_dict
+from ..corpus.records import Step, Trajectory, trajectory_from_dict
 from .types import Episode
 
 
@@ -88,6 +88,6 @@ def node_diff(old: Any, new: Any) -> dict[str, int]:
 
 def remine(buffer: RolloutBuffer, config: Any, *, name: str = "remined") -> Any:
     """Mine a fresh tree from the buffer with ``config`` (a MinerConfig or preset name)."""
-    from ..mining import mine
+    from ..mining.miner import mine
 
     return mine(buffer.trajectories(), config, name=name)

@@ -44,7 +44,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._io import finite_number
+from ..corpus.io import finite_number
 from ..errors import ConfigError
 from ..progress import Progress
 from .envproc import EnvFault, EnvHolder, LocalHandle, ProcessHandle

@@ -141,7 +141,7 @@ def sweep_checkpoint_temps(run: str | os.PathLike[str]) -> list[str]:
         >>> [pathlib.Path(p).name for p in sweep_checkpoint_temps(d)]
         ['.checkpoint-000003.999999999.abc']
     """
-    from .._io import _pid_alive
+    from ..corpus.io import _pid_alive
 
     p = Path(run)
     removed: list[str] = []

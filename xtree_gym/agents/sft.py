@@ -352,7 +352,7 @@ def _run_steps(
 def _write_config(run: Path, cfg: SFTConfig) -> None:
     import json
 
-    from .._io import atomic_write_text
+    from ..corpus.io import atomic_write_text
 
     run.mkdir(parents=True, exist_ok=True)
     atomic_write_text(run / "config.json", json.dumps(dataclasses.asdict(cfg), indent=1) + "\n")

@@ -48,8 +48,8 @@ def refuse_overwrite(output: str, inputs: list[str]) -> None:
 
 
 def cmd_sft_rows(args: argparse.Namespace) -> int:
-    from ..corpus import read_corpus
-    from ..tree import XTree
+    from ..corpus.records import read_corpus
+    from ..mining.tree import XTree
     from .sft_rows import RowSummary, iter_rows, load_harness, write_rows
 
     refuse_overwrite(args.output, [*args.corpus, *([args.tree] if args.tree else [])])

@@ -49,7 +49,7 @@ def run_offline(cfg: Any) -> int:
     if trainer.acc.is_main_process:
         from pathlib import Path
 
-        from .._io import atomic_write_text
+        from ..corpus.io import atomic_write_text
 
         out = Path(trainer.cfg.output_dir)
         atomic_write_text(out / "config.json", json.dumps(trainer.cfg.to_dict(), indent=1) + "\n")

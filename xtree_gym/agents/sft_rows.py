@@ -29,13 +29,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._io import read_records, write_records
+from ..corpus.io import read_records, write_records
 from ..errors import ConfigError, CorpusError
 from .harness.base import Harness, HarnessState, Message, get_harness
 
 if TYPE_CHECKING:
-    from ..corpus import Trajectory
-    from ..tree import XTree
+    from ..corpus.records import Trajectory
+    from ..mining.tree import XTree
 
 FORMATS = ("standard", "node", "span")
 """The row formats of ``xtree sft-rows --format``."""
@@ -113,7 +113,7 @@ def tiling_segments(tree: XTree, tokens: Sequence[str]) -> list[tuple[int, int, 
     Example:
         >>> from xtree_gym.corpus import Step, Trajectory
         >>> from xtree_gym.mining import mine
-        >>> from xtree_gym.config import MinerConfig
+        >>> from xtree_gym.mining.config import MinerConfig
         >>> trajs = [Trajectory(str(i), [Step(a, token=a) for a in "abcab"], True) for i in range(6)]
         >>> tree = mine(trajs, MinerConfig(min_freq=3, eta=0.5, cap=1))
         >>> tiling_segments(tree, list("abcab"))
@@ -396,7 +396,7 @@ def _rows(
 def _tokens(trajs: Sequence[Trajectory], domain: str | None, *, required: bool) -> list[list[str]]:
     """Each trajectory's canonical tokens; standard rows need none, so there a corpus without them is fine."""
     from ..errors import CanonicalizationError
-    from ..mining import trajectory_tokens
+    from ..mining.miner import trajectory_tokens
 
     try:
         return trajectory_tokens(trajs, domain)

@@ -6,10 +6,10 @@
 * ``xtree`` (X-Tree Eq. 3): ``λ_g · Σ_{v ∈ matched(τ_i)} b_v`` — every node paid once per episode
   (nesting rule for the depth design), λ_g from the group's win rate (:func:`xtree_gym.rewards.lambda_g`);
 * ``segcost`` (ReuseRL Eq. 6): successes pay ``λ · seg(s, C) / T`` with ``C`` extracted from the
-  group's successes plus a FIFO buffer of earlier successes (:class:`xtree_gym.mdl.ReuseRLShaper`).
+  group's successes plus a FIFO buffer of earlier successes (:class:`xtree_gym.reuserl.mdl.ReuseRLShaper`).
 
 Invalid steps (unparsed responses, refused actions) carry no token into the matcher: a refusal
-earns no bonus. The pieces reuse :mod:`xtree_gym.rewards` and :mod:`xtree_gym.mdl`; nothing is copied.
+earns no bonus. The pieces reuse :mod:`xtree_gym.rewards` and :mod:`xtree_gym.reuserl.mdl`; nothing is copied.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..bonus_modes import shaped_group_rewards
-from ..mdl import MDLConfig, ReuseRLShaper
-from ..rewards import lambda_g, sequence_bonus
+from ..reuserl.mdl import MDLConfig, ReuseRLShaper
+from ..rewards.bonus import sequence_bonus
+from ..rewards.group import lambda_g
+from ..rewards.modes import shaped_group_rewards
 from .types import Episode
 
 
@@ -136,7 +137,7 @@ def xtree_rewards(
 ) -> StepRewards:
     """Eq. 3 per group: ``r_i = R_out − penalty·#invalid + λ_g · bonus_i``, λ_g from the group's wins.
 
-    ``mode`` other than ``eq3`` is one of issue 23's designs (:mod:`xtree_gym.bonus_modes`), with
+    ``mode`` other than ``eq3`` is one of issue 23's designs (:mod:`xtree_gym.rewards.modes`), with
     ``design`` its parameters (``max_bonus``, ``margin``, ``best_win_rate``, ``progress``, ``anneal_end``).
 
     Example (an all-fail group of 4: only the bonus separates them; a group at w_ref gets none):

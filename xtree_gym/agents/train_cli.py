@@ -125,7 +125,7 @@ def run_rlvr(cfg: Any) -> int:
     if trainer.acc.is_main_process:
         out = Path(trainer.cfg.output_dir)
         out.mkdir(parents=True, exist_ok=True)
-        from .._io import atomic_write_text
+        from ..corpus.io import atomic_write_text
 
         atomic_write_text(out / "config.json", json.dumps(trainer.cfg.to_dict(), indent=1) + "\n")
     lines = trainer.train()

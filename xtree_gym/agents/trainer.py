@@ -203,9 +203,9 @@ class GRPOTrainer:
     def _load_tree(self, path: str | None) -> Any:
         if not path:
             return None
+        from ..corpus.formats._records import reading
         from ..errors import TreeFormatError
-        from ..formats._records import reading
-        from ..tree import XTree
+        from ..mining.tree import XTree
 
         if path.startswith("packaged:"):  # a tree shipped in xtree_gym/data (the CPU smoke recipes use one)
             from importlib.resources import files
@@ -218,7 +218,7 @@ class GRPOTrainer:
         """Node usage over ``tree_corpus`` (the cards' success rates and families), when given."""
         if not self.cfg.tree_corpus or self.tree is None or self.cfg.opsd == "none":
             return None
-        from ..corpus import read_corpus
+        from ..corpus.records import read_corpus
         from ..render.stats import CorpusUsage
 
         return CorpusUsage.build(self.tree, read_corpus(self.cfg.tree_corpus).trajectories, self.cfg.domain())
@@ -363,7 +363,7 @@ class GRPOTrainer:
         if cfg.bonus_mode == "eq3":
             return {}
         if cfg.bonus_mode == "normalized":
-            from ..bonus_modes import max_episode_bonus
+            from ..rewards.modes import max_episode_bonus
 
             return {
                 "max_bonus": max_episode_bonus(self.tree, cfg.bonus or "depth"),
@@ -589,7 +589,7 @@ class GRPOTrainer:
 
     def miner_config(self) -> Any:
         """The re-miner's config: ``miner`` preset, else the starting tree's, else the domain's."""
-        from ..config import MinerConfig
+        from ..mining.config import MinerConfig
 
         if self.cfg.miner:
             return MinerConfig.preset(self.cfg.miner)

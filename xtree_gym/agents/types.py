@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from ..corpus import Step, Trajectory
+from ..corpus.records import Step, Trajectory
 
 
 @dataclass(frozen=True)

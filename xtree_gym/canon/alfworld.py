@@ -27,7 +27,7 @@ from . import register_canonicalizer
 from .base import CanonicalAction, Canonicalizer
 
 if TYPE_CHECKING:
-    from ..corpus import Trajectory
+    from ..corpus.records import Trajectory
 
 SKILLS = ("explore<receptacle>", "take<object>", "transport<object>", "transform<object>", "deliver<object>")
 """The 5 skill tokens, in a fixed order."""

@@ -32,7 +32,7 @@ from . import register_canonicalizer
 from .base import CanonicalAction, Canonicalizer, catch_all, parse_token_form
 
 if TYPE_CHECKING:
-    from ..corpus import Trajectory
+    from ..corpus.records import Trajectory
 
 
 @dataclass

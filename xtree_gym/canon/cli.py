@@ -62,7 +62,7 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     if not args.corpus or not args.out:
         raise ConfigError("need an input file and -o OUT", fix="xtree canon CORPUS --domain D -o OUT")
-    from .._io import refuse_overwrite
+    from ..corpus.io import refuse_overwrite
 
     refuse_overwrite(args.out, [args.corpus])
     if args.domain:
@@ -86,9 +86,9 @@ def _run(args: argparse.Namespace) -> int:
         summary = report.summary()
         _explain(report)
     else:
-        from ..corpus import corpus_stats, write_corpus
-        from ..formats import read_trajectories
-        from ..formats._records import reading, writing
+        from ..corpus.formats._records import reading, writing
+        from ..corpus.records import corpus_stats, write_corpus
+        from .formats import read_trajectories
 
         with reading(args.corpus):
             trajs = read_trajectories(args.corpus, fmt, domain=args.domain)
@@ -128,7 +128,7 @@ def _parse_context(text: str | None) -> dict[str, Any] | None:
 
     if text is None:
         return None
-    from .._io import JSONProblem, loads_strict
+    from ..corpus.io import JSONProblem, loads_strict
 
     try:
         ctx = loads_strict(text)

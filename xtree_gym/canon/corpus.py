@@ -14,8 +14,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from .._io import refuse_overwrite
-from ..corpus import BadLine, Trajectory, check_unique_ids, iter_corpus, write_corpus
+from ..corpus.io import refuse_overwrite
+from ..corpus.records import BadLine, Trajectory, check_unique_ids, iter_corpus, write_corpus
 from ..errors import CorpusError
 from ..progress import progress
 from . import get_canonicalizer
@@ -131,7 +131,7 @@ def canonicalize_file(
     :class:`CorpusError`, and ``out`` is not written.
     """
     refuse_overwrite(out, [path], error=CorpusError)  # through .., symlinks and hard links
-    from ..formats._records import reading, writing  # formats imports this module: import late
+    from ..corpus.formats._records import reading, writing  # formats imports this module: import late
 
     report = CanonReport()
     lines: list[int] = []

@@ -25,7 +25,7 @@ from . import register_canonicalizer
 from .base import CanonicalAction, Canonicalizer
 
 if TYPE_CHECKING:
-    from ..corpus import Trajectory
+    from ..corpus.records import Trajectory
 
 OPS = {"+": "add", "-": "sub", "*": "mul", "/": "div"}  # symbol -> verb
 _WORDS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "x": "*", "×": "*", "÷": "/", "−": "-"}

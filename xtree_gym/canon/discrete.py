@@ -27,7 +27,7 @@ from . import register_canonicalizer
 from .base import CanonicalAction, Canonicalizer
 
 if TYPE_CHECKING:
-    from ..corpus import Trajectory
+    from ..corpus.records import Trajectory
 
 MINIGRID_ACTIONS = ("left", "right", "forward", "pickup", "drop", "toggle", "done")
 """MiniGrid's ``Actions`` enum, in index order (minigrid 3.x)."""

@@ -38,7 +38,7 @@ from .base import CanonicalAction, Canonicalizer, catch_all, parse_token_form
 from .browsergym import parse_calls
 
 if TYPE_CHECKING:
-    from ..corpus import Trajectory
+    from ..corpus.records import Trajectory
 
 VERBS: dict[str, str] = {
     "click": "click",

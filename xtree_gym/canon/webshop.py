@@ -25,7 +25,7 @@ from . import register_canonicalizer
 from .base import CanonicalAction, Canonicalizer, catch_all, parse_token_form
 
 if TYPE_CHECKING:
-    from ..corpus import Trajectory
+    from ..corpus.records import Trajectory
 
 # Fixed buttons of the WebShop site: normalized label -> role.
 BUTTONS: dict[str, str] = {

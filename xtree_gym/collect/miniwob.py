@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..corpus import Step, Trajectory, write_corpus
+from ..corpus.records import Step, Trajectory, write_corpus
 from ..envs.browser_axtree import iter_elements
 from ..errors import ConfigError
 

@@ -214,7 +214,7 @@ def summarize(records: Sequence[dict[str, Any]]) -> str:
 
 
 def _handler(args: argparse.Namespace) -> int:
-    from ..corpus import write_corpus
+    from ..corpus.records import write_corpus
 
     check_dependencies()
     tasks = [t for chunk in (args.tasks or []) for t in chunk.split(",") if t] or None

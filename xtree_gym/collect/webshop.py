@@ -267,8 +267,8 @@ def collect(
 
 
 def _handler(args: argparse.Namespace) -> int:
-    from .._io import refuse_overwrite
-    from ..corpus import write_corpus
+    from ..corpus.io import refuse_overwrite
+    from ..corpus.records import write_corpus
     from ..envs.webshop import WebShopEnv
     from ..envs.webshop_data import CATALOGUE_FILE, INSTRUCTIONS_FILE, resolve_data_dir
 

@@ -1,6 +1,6 @@
 """``XTree-NodeReplay-v0``: offline RL on gold trajectories, one node instance per episode (X-Tree §3.2, App. E).
 
-An episode replays one :class:`~xtree_gym.instances.NodeInstance`. The first observation is the gold
+An episode replays one :class:`~xtree_gym.rewards.instances.NodeInstance`. The first observation is the gold
 history before the node (goal, initial observation, then each gold action and what the env
 answered) ending with the current gold observation. An action that equals the recorded gold action
 (thought excluded, whitespace normalized) gets the recorded next observation and the rollout goes
@@ -24,8 +24,9 @@ from gymnasium import spaces
 
 from ..canon import catch_all, get_canonicalizer
 from ..errors import EnvConfigError
-from ..instances import KINDS, NodeInstance, make_instances, read_instances
-from ..rewards import ALPHA, GAMMA, NODE_REWARDS, node_reward, normalize_action
+from ..rewards.constants import ALPHA, GAMMA
+from ..rewards.instances import KINDS, NodeInstance, make_instances, read_instances
+from ..rewards.node import NODE_REWARDS, node_reward, normalize_action
 
 _TEXT = spaces.Text(max_length=1 << 20, charset=string.printable)
 
@@ -74,8 +75,8 @@ def _load_instances(
             "XTree-NodeReplay-v0 needs instances=, or corpus= and tree=",
             fix="gym.make('XTree-NodeReplay-v0', corpus='gold.jsonl', tree='tree.json')",
         )
-    from ..corpus import read_corpus
-    from ..tree import XTree
+    from ..corpus.records import read_corpus
+    from ..mining.tree import XTree
 
     if isinstance(corpus, (str, os.PathLike)) or (
         isinstance(corpus, Sequence) and corpus and isinstance(corpus[0], (str, os.PathLike))
@@ -90,9 +91,9 @@ def _load_instances(
 class NodeReplayEnv(gym.Env[str, str]):
     """Gold-replay environment: each episode is one node instance, rewarded by Eq. 2.
 
-    Build it from ``instances`` (a list or a JSONL path from :func:`~xtree_gym.instances.write_instances`)
+    Build it from ``instances`` (a list or a JSONL path from :func:`~xtree_gym.rewards.instances.write_instances`)
     or from ``corpus`` and ``tree`` (paths or objects; ``kind`` picks the instance set, see
-    :data:`~xtree_gym.instances.KINDS`). ``reset(options={"index": i})`` or ``{"instance": id}`` picks
+    :data:`~xtree_gym.rewards.instances.KINDS`). ``reset(options={"index": i})`` or ``{"instance": id}`` picks
     an instance; otherwise ``order="random"`` draws one with the env's seeded generator and
     ``"sequential"`` cycles through them. ``obs_mode="full"`` returns the whole history each step,
     ``"last"`` only the new observation. ``info`` carries ``instance``, ``node``, ``depth``, ``length``,

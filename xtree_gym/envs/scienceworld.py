@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..canon import get_canonicalizer
-from ..corpus import Step, Trajectory
+from ..corpus.records import Step, Trajectory
 from ..errors import EnvConfigError, missing_dependency
 from . import sciworld_folds as folds
 from .sciworld_jvm import DEFAULT_JAVA_OPTIONS, SciWorldJVM, shared_jvm

@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .._io import refuse_overwrite
-from ..cli_core import add_keep_duplicates
+from ..corpus.io import refuse_overwrite
 from ..errors import ConfigError, TreeFormatError
+from ..mining.cli import add_keep_duplicates
 
 
 def register_cli(sub: Any, collect_sub: Any) -> None:
@@ -49,9 +49,9 @@ def _refuse_inputs(args: argparse.Namespace, outputs: list[str | Path] | None = 
 
 def _load(args: argparse.Namespace) -> tuple[Any, Any]:
     from ..canon import get_canonicalizer
-    from ..corpus import read_corpus
-    from ..formats._records import reading
-    from ..tree import XTree
+    from ..corpus.formats._records import reading
+    from ..corpus.records import read_corpus
+    from ..mining.tree import XTree
     from .stats import CorpusUsage
 
     if args.trajectories < 0:
@@ -75,8 +75,8 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from .._io import atomic_write_text
-    from ..formats._records import writing
+    from ..corpus.formats._records import writing
+    from ..corpus.io import atomic_write_text
     from .gaps import find_gaps
     from .report import build_report
 
@@ -97,7 +97,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    from ..formats._records import writing
+    from ..corpus.formats._records import writing
     from .figures import write_figures
 
     names = ["depth_histogram.png", "length_histogram.png", "hierarchy.png", "success_vs_base.png"]
@@ -112,7 +112,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 
 def cmd_cards(args: argparse.Namespace) -> int:
-    from ..formats._records import writing
+    from ..corpus.formats._records import writing
     from .retrieval import build_skill_bank
 
     _refuse_inputs(args)

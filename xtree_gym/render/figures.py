@@ -14,7 +14,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from .._io import atomic_write_bytes
+from ..corpus.io import atomic_write_bytes
 from ..errors import missing_dependency
 from .layout import hierarchy_layout, hsl_to_rgb, node_hue, pick_trajectories, tiled_cells
 from .stats import CorpusUsage

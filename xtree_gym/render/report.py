@@ -108,7 +108,7 @@ def _config_text(config: dict[str, Any]) -> str:
         >>> _config_text({"cap": 80, "max_skills": 80, "eta": 0.5, "mdl_lambda": 0.5, "min_frequency": 3})
         'cap = 80, eta = 0.5, min_frequency = 3'
     """
-    from ..tree import _AUTHOR_CONFIG
+    from ..mining.tree import _AUTHOR_CONFIG
 
     shown = {
         k: v

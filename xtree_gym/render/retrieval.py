@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._io import atomic_write_text, loads_strict
+from ..corpus.io import atomic_write_text, loads_strict
 from ..errors import ConfigError, TreeFormatError
 from .cards import Card, family_cards, generic_card, option_type, webshop_cards
 from .stats import CorpusUsage

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CorpusError
-from ..mining import trajectory_tokens
+from ..mining.miner import trajectory_tokens
 
 if TYPE_CHECKING:
-    from ..corpus import Trajectory
+    from ..corpus.records import Trajectory
 
 
 @dataclass

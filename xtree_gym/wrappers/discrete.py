@@ -20,7 +20,7 @@ from ..errors import EnvConfigError
 if TYPE_CHECKING:
     import os
 
-    from ..tree import XTree
+    from ..mining.tree import XTree
 
 RoleFn = Callable[[gym.Env], Any]
 """``role_fn(env) -> str | dict | None``: what the next action acts on, read from the live env."""

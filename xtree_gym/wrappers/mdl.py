@@ -6,11 +6,11 @@ truncated), if the episode succeeded, the reward is lowered by ``lam * seg(s, C)
 or by ``lam * |s| / T`` for the pure round-length baseline -- and ``info["xtree"]`` reports the
 segmentation.
 
-The dictionary ``C`` is either fixed (a :class:`~xtree_gym.mdl.SkillDictionary`, e.g. extracted per
-GRPO group by the trainer with :func:`~xtree_gym.mdl.segcost_rewards`), or learned online by a
-:class:`~xtree_gym.mdl.ReuseRLShaper`: each successful episode enters its FIFO buffer and the
+The dictionary ``C`` is either fixed (a :class:`~xtree_gym.reuserl.mdl.SkillDictionary`, e.g. extracted per
+GRPO group by the trainer with :func:`~xtree_gym.reuserl.mdl.segcost_rewards`), or learned online by a
+:class:`~xtree_gym.reuserl.mdl.ReuseRLShaper`: each successful episode enters its FIFO buffer and the
 dictionary is re-extracted from the buffer before the episode is scored. For the exact group-level
-E-step of the paper (batch successes + buffer), use :class:`~xtree_gym.mdl.ReuseRLShaper.shape`
+E-step of the paper (batch successes + buffer), use :class:`~xtree_gym.reuserl.mdl.ReuseRLShaper.shape`
 on the group instead.
 """
 
@@ -22,7 +22,7 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 
 from ..errors import ConfigError, EnvConfigError
-from ..mdl import MDLConfig, ReuseRLShaper, SkillDictionary
+from ..reuserl.mdl import MDLConfig, ReuseRLShaper, SkillDictionary
 
 
 def _default_won(reward: float, info: Mapping[str, Any]) -> bool:

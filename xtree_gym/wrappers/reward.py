@@ -15,23 +15,20 @@ from typing import TYPE_CHECKING, Any, SupportsFloat
 import gymnasium as gym
 
 from ..errors import ConfigError, EnvConfigError
-from ..rewards import (
-    INVALID_PENALTY,
-    LAMBDA0,
+from ..rewards.bonus import (
     MATCHING,
-    W_REF,
     BonusContext,
     BonusDesign,
     EpisodeBonus,
-    RunningWinRate,
     default_nesting,
-    lambda_g,
     resolve_bonus,
     sequence_bonus,
 )
+from ..rewards.constants import INVALID_PENALTY, LAMBDA0, W_REF
+from ..rewards.group import RunningWinRate, lambda_g
 
 if TYPE_CHECKING:
-    from ..tree import XTree
+    from ..mining.tree import XTree
 
 _BREAK = "\x00invalid"  # a token no node contains: feeding it breaks every partial match
 
@@ -94,7 +91,7 @@ def _goal_options(info: Mapping[str, Any]) -> frozenset[str] | None:
 
 def _load_tree(tree: XTree | str | os.PathLike[str]) -> XTree:
     if isinstance(tree, (str, os.PathLike)):
-        from ..tree import XTree
+        from ..mining.tree import XTree
 
         return XTree.load(tree)
     return tree

@@ -40,10 +40,10 @@ def build_advisor(
 
     The corpus is needed because nodes are ranked by the goals of the trajectories they occur in.
     """
-    from ...corpus import read_corpus
+    from ...corpus.records import read_corpus
+    from ...mining.tree import XTree
     from ...render.advice import Advisor
     from ...render.stats import CorpusUsage
-    from ...tree import XTree
 
     if corpus is None:
         raise ConfigError(

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .corpus import iter_corpus, write_corpus
-from .errors import CorpusError
+from ..errors import CorpusError
+from .records import iter_corpus, write_corpus
 
 
 def register_cli(sub: Any, collect_sub: Any) -> None:

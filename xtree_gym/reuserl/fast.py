@@ -1,7 +1,7 @@
 """The fast ReuseRL E-step: greedy BPE under the two-part code, every round in a few numpy passes.
 
-:func:`xtree_gym.mdl.extract_dictionary` calls :func:`greedy_phrases` and gets exactly the phrases of
-the plain loop (:func:`xtree_gym.mdl.extract_dictionary_reference`; property tests hold them equal).
+:func:`xtree_gym.reuserl.mdl.extract_dictionary` calls :func:`greedy_phrases` and gets exactly the phrases of
+the plain loop (:func:`xtree_gym.reuserl.mdl.extract_dictionary_reference`; property tests hold them equal).
 Why it is fast enough to re-mine a 256-sequence buffer at every training step:
 
 * equal sequences are handled once, with their multiplicity as a weight;
@@ -9,7 +9,7 @@ Why it is fast enough to re-mine a 256-sequence buffer at every training step:
   ``1..K``, a window is the base-(K+1) number of its codes), so a phrase is an int and a
   dictionary a boolean mask over ids;
 * a round -- minimal segmentations of all sequences (ties to the longest phrase at the earliest
-  position, as :func:`xtree_gym.mdl.segment`), their weighted non-overlapping adjacent pairs, the
+  position, as :func:`xtree_gym.reuserl.mdl.segment`), their weighted non-overlapping adjacent pairs, the
   concatenation of each pair, the lower bound that rules most out -- is numpy over
   (sequences x positions) arrays; Python sorts only the few pairs the bound keeps;
 * the exact BDL of those candidates comes from one dynamic program over (candidates x sequences).
@@ -19,7 +19,7 @@ dynamic programs: :class:`CoverRows` lists every cover of every distinct sequenc
 segmentation is the first complete row, and every candidate's exact total comes from the rows that
 miss only it -- all candidates of a round in one pass, updated incrementally as phrases are accepted.
 
-This module knows nothing of :class:`~xtree_gym.mdl.SkillDictionary`; it only looks down.
+This module knows nothing of :class:`~xtree_gym.reuserl.mdl.SkillDictionary`; it only looks down.
 """
 
 from __future__ import annotations
@@ -172,7 +172,7 @@ class WindowTable:
 def pair_counts_of(seg: np.ndarray, weights: np.ndarray, n_ids: int) -> tuple[np.ndarray, np.ndarray]:
     """(pair keys ``left * n_ids + right``, weighted non-overlapping counts) of segmentations ``seg``.
 
-    Like :func:`xtree_gym.mining_reference.pair_counts`: in a run of equal phrases only every
+    Like :func:`xtree_gym.mining.reference.pair_counts`: in a run of equal phrases only every
     other self pair counts, left to right.
 
     Example:
@@ -324,7 +324,7 @@ ROW_BUDGET = 40_000
 
 @functools.lru_cache(maxsize=64)
 def compositions(n: int, max_len: int) -> tuple[tuple[int, ...], ...]:
-    """Every cover of ``n`` skills by parts of 1..``max_len``, in the order :func:`xtree_gym.mdl.segment`
+    """Every cover of ``n`` skills by parts of 1..``max_len``, in the order :func:`xtree_gym.reuserl.mdl.segment`
     prefers among equals: fewest parts first, then the longest part at the earliest position.
 
     Example:

@@ -1,6 +1,6 @@
 """The fast X-Tree miner: incremental pair statistics, vectorized with numpy.
 
-Produces exactly the merges of :func:`xtree_gym.mining_reference.reference_mine` (property tests hold them
+Produces exactly the merges of :func:`xtree_gym.mining.reference.reference_mine` (property tests hold them
 equal). Why it is fast:
 
 * the corpus is one flat ``int32`` array with a doubly linked list over live positions
@@ -21,9 +21,10 @@ from typing import Any
 
 import numpy as np
 
+from ..corpus.encoded import EncodedCorpus
+from ..progress import Progress
+from .base import Merge, is_candidate, x_score
 from .config import MinerConfig
-from .mining_base import EncodedCorpus, Merge, is_candidate, x_score
-from .progress import Progress
 
 
 class _State:

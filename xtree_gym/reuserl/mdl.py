@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ConfigError
-from .mdl_fast import greedy_phrases
+from ..errors import ConfigError
+from .fast import greedy_phrases
 
 Phrase = tuple[Hashable, ...]  # a dictionary entry: 1..L skill tokens
 
@@ -272,7 +272,9 @@ class SkillDictionary:
 
 def _pair_counts(segs: Sequence[list[Phrase]], max_len: int) -> dict[tuple[Phrase, Phrase], int]:
     """Adjacent phrase pairs in the current segmentations whose concatenation fits in ``max_len``."""
-    from .mining_reference import pair_counts  # non-overlapping adjacent counts, shared with the X-Tree miner
+    from ..mining.reference import (
+        pair_counts,  # non-overlapping adjacent counts, shared with the X-Tree miner
+    )
 
     counts: dict[tuple[Phrase, Phrase], int] = {}  # (left phrase, right phrase) -> count
     for s in segs:
@@ -301,7 +303,7 @@ def extract_dictionary(
     (with ``config.scan_all=False`` only the top pair is tried). Stops when no pair lowers BDL.
 
     The same dictionary as :func:`extract_dictionary_reference`, faster: each round runs as a few
-    numpy passes over the distinct sequences (:mod:`xtree_gym.mdl_fast`); small corpora take the
+    numpy passes over the distinct sequences (:mod:`xtree_gym.reuserl.fast`); small corpora take the
     plain loop, whose set-up is cheaper.
 
     Example:

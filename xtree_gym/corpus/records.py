@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._io import (
+from ..errors import CorpusError
+from .arrow_io import arrow_table, is_parquet, iter_parquet_records, table_records, write_parquet
+from .io import (
     JSONProblem,
     atomic_open,
     bounded_lines,
@@ -30,8 +32,6 @@ from ._io import (
     loads_strict,
     open_bytes,
 )
-from .arrow_io import arrow_table, is_parquet, iter_parquet_records, table_records, write_parquet
-from .errors import CorpusError
 
 _STEP_KEYS = ("action", "observation", "thought", "token", "slots")
 _TRAJ_KEYS = ("id", "env", "task", "goal", "success", "reward", "steps")
@@ -309,7 +309,7 @@ def read_corpus(
 ) -> Corpus:
     """Read one or more corpus files (``.jsonl``, ``.jsonl.gz`` or ``.parquet``).
 
-    A ``.parquet`` file (see :mod:`xtree_gym.arrow_io`) is read by the same function.
+    A ``.parquet`` file (see :mod:`xtree_gym.corpus.arrow_io`) is read by the same function.
 
     Two records with one ``id`` (in one file or across files) are a :class:`CorpusError`: the
     miner would count the episode twice. ``keep_duplicates`` keeps them and lists each repeat in

@@ -27,7 +27,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..corpus import Step, Trajectory
+from ..records import Step, Trajectory
 from ._records import bad_record, iter_records
 
 # item_id prefix -> (corpus env name, canonicalizer domain)

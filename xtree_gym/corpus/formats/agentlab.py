@@ -27,7 +27,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from ..corpus import Step, Trajectory
+from ..records import Step, Trajectory
 from ._records import bad_record, iter_records
 
 _FIX = "each record needs an episode key ('episode', 'episode_id', 'exp_dir' or 'task_name'), 'step' and 'action'"

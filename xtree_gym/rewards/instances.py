@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._io import read_records, write_records
-from .errors import ConfigError, CorpusError
+from ..corpus.io import read_records, write_records
+from ..errors import ConfigError, CorpusError
 
 if TYPE_CHECKING:
-    from .config import MinerConfig
-    from .corpus import Step, Trajectory
-    from .tree import XTree
+    from ..corpus.records import Step, Trajectory
+    from ..mining.config import MinerConfig
+    from ..mining.tree import XTree
 
 KINDS = ("node", "nested", "random_span", "random_tree", "whole")
 """What an instance was cut from: the tree's tiling, every nested occurrence, or a control."""
@@ -131,7 +131,7 @@ def make_instance(
 
 
 def _tokens(trajectories: Sequence[Trajectory], domain: str | None) -> list[list[str]]:
-    from .mining import trajectory_tokens
+    from ..mining.miner import trajectory_tokens
 
     return trajectory_tokens(trajectories, domain)
 
@@ -241,9 +241,10 @@ def random_tree(
     is a multiset to fill exactly: each merge is drawn uniformly among the pairs whose length is
     still wanted, and a :class:`ConfigError` says when none is left (draw again with another seed).
     """
-    from .config import MinerConfig
-    from .mining import EncodedCorpus, canonical_order  # the miner's order: line order does not matter
-    from .tree import XTree
+    from ..corpus.encoded import EncodedCorpus  # the miner's order: line order does not matter
+    from ..mining.config import MinerConfig
+    from ..mining.miner import canonical_order
+    from ..mining.tree import XTree
 
     cfg = MinerConfig.preset(config) if isinstance(config, str) else config
     if not isinstance(n_merges, int) or n_merges < 0:
@@ -272,8 +273,8 @@ def _random_merges(
     exact: bool = False,
 ) -> list[Any]:
     """The reference miner's loop with the best-X-Score choice replaced by a uniform draw."""
-    from .mining import Merge, corpus_pair_stats, is_candidate, merge_everywhere, x_score
-    from .progress import Progress
+    from ..mining.miner import Merge, corpus_pair_stats, is_candidate, merge_everywhere, x_score
+    from ..progress import Progress
 
     bar = Progress(total=n_merges, desc="random tree", enabled=progress)
 
@@ -338,7 +339,7 @@ def make_instances(
     Example:
         >>> from xtree_gym.corpus import Step, Trajectory
         >>> from xtree_gym.mining import mine
-        >>> from xtree_gym.config import MinerConfig
+        >>> from xtree_gym.mining.config import MinerConfig
         >>> trajs = [Trajectory(str(i), [Step(a, token=a) for a in "abcab"], True) for i in range(6)]
         >>> tree = mine(trajs, MinerConfig(min_freq=3, eta=0.5, cap=5))
         >>> [(i.node, i.start, i.end) for i in make_instances("node", trajs, tree)[:2]]

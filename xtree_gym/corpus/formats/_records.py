@@ -14,8 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .._io import JSONProblem, input_problem, loads_strict, open_bytes
-from ..errors import ConfigError, CorpusError, XTreeError
+from ...errors import ConfigError, CorpusError, XTreeError
+from ..io import JSONProblem, input_problem, loads_strict, open_bytes
 
 # What reading a user's file can raise below our own checks: not UTF-8, not gzip, a truncated or
 # corrupt gzip stream, a permission or I/O failure.

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar, cast
 
 if TYPE_CHECKING:
-    from .errors import XTreeError
+    from ..errors import XTreeError
 
 
 @contextmanager
@@ -61,7 +61,7 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[st
             raise OSError(exc.errno, exc.strerror, str(target)) from None
     except UnicodeEncodeError as exc:  # a lone surrogate that slipped past the readers
         _remove(tmp)
-        from .errors import CorpusError
+        from ..errors import CorpusError
 
         raise CorpusError(
             f"cannot write {str(target)!r}: the text holds a lone surrogate "
@@ -98,7 +98,7 @@ def output_target(path: str | os.PathLike[str]) -> Path:
     except OSError:
         return target
     if stat.S_ISSOCK(mode) or stat.S_ISBLK(mode):
-        from .errors import ConfigError
+        from ..errors import ConfigError
 
         kind = "a socket" if stat.S_ISSOCK(mode) else "a block device"
         raise ConfigError(
@@ -206,7 +206,7 @@ def bounded_lines(fh: IO[bytes], limit: int | None = None) -> Iterator[bytes]:
         [b'ab\\n', b'cd']
         >>> list(bounded_lines(io.BytesIO(b"ok\\n" + b"\\0" * 10), limit=4))
         Traceback (most recent call last):
-        xtree_gym._io.JSONProblem: line longer than 4 bytes (a corrupt or decompression-bomb file?)
+        xtree_gym.corpus.io.JSONProblem: line longer than 4 bytes (a corrupt or decompression-bomb file?)
     """
     cap = limit or MAX_LINE_BYTES
     lineno = 0
@@ -353,7 +353,7 @@ def refuse_overwrite(
         Traceback (most recent call last):
         xtree_gym.errors.ConfigError: output './c.jsonl' (-o) is the input file 'c.jsonl'; writing it would destroy the input -- fix: write to a different path with -o
     """
-    from .errors import ConfigError
+    from ..errors import ConfigError
 
     for inp in inputs:
         if inp is None:
@@ -547,7 +547,7 @@ def read_records(
         >>> read_records(p, lambda d: d["x"], what="row file", fix="write it again")
         [1, 2]
     """
-    from .errors import CorpusError
+    from ..errors import CorpusError
 
     problem = input_problem(path, what)
     if problem:

@@ -22,11 +22,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .errors import ConfigError
-from .rewards import LAMBDA0, W_REF, BonusContext, group_rewards, lambda_g, resolve_bonus
+from ..errors import ConfigError
+from .bonus import BonusContext, resolve_bonus
+from .constants import LAMBDA0, W_REF
+from .group import group_rewards, lambda_g
 
 if TYPE_CHECKING:
-    from .tree import XTree
+    from ..mining.tree import XTree
 
 BONUS_MODES = ("eq3", "normalized", "gated", "annealed")
 """``eq3`` (the paper's, default), ``normalized`` (a), ``gated`` (b), ``annealed`` (c)."""
@@ -52,7 +54,7 @@ def max_episode_bonus(tree: XTree, bonus: str = "depth") -> float:
     Example:
         >>> from xtree_gym.corpus import Step, Trajectory
         >>> from xtree_gym.mining import mine
-        >>> from xtree_gym.config import MinerConfig
+        >>> from xtree_gym.mining.config import MinerConfig
         >>> trajs = [Trajectory(str(i), [Step(a, token=a) for a in "abcab"], True) for i in range(6)]
         >>> tree = mine(trajs, MinerConfig(min_freq=3, eta=0.5, cap=5))
         >>> [n.depth for n in tree.nodes], max_episode_bonus(tree)  # b_v = 1 + 0.5 d_v: 1.5 + 2 + 2.5

@@ -29,11 +29,11 @@ from typing import Any
 
 import numpy as np
 
-from ._io import MAX_JSON_DEPTH, MAX_LINE_BYTES, JSONProblem, loads_strict
+from ..errors import CorpusError
 from .arrow_io import arrow_table, is_parquet, open_parquet, pyarrow
-from .corpus import Corpus, Step, Trajectory, read_corpus
-from .errors import CorpusError
-from .mining_base import EncodedCorpus
+from .encoded import EncodedCorpus
+from .io import MAX_JSON_DEPTH, MAX_LINE_BYTES, JSONProblem, loads_strict
+from .records import Corpus, Step, Trajectory, read_corpus
 
 COLUMNAR_MIN_BYTES = 4 << 20
 """JSONL input smaller than this (all files together) takes the object path: importing pyarrow costs

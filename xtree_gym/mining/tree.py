@@ -26,14 +26,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._io import JSONProblem, atomic_write_text, finite_number, input_problem, loads_strict
+from ..corpus.io import JSONProblem, atomic_write_text, finite_number, input_problem, loads_strict
+from ..errors import TreeFormatError
 from .config import MinerConfig
-from .errors import TreeFormatError
 from .matching import Match, StreamingMatcher, find_matches
 
 if TYPE_CHECKING:
-    from .corpus import Trajectory
-    from .mining_base import EncodedCorpus, Merge
+    from ..corpus.encoded import EncodedCorpus
+    from ..corpus.records import Trajectory
+    from .base import Merge
 
 FORMAT_VERSION = 1
 FORMAT_TEXT = (
@@ -467,7 +468,7 @@ def _check_version(data: dict[str, Any], source: str) -> None:
 
 def _check_top_types(data: dict[str, Any], source: str) -> None:
     """The top-level fields a reader relies on have the types the format says (null allowed)."""
-    fix = "see the tree format (xtree_gym.tree.FORMAT_TEXT)"
+    fix = "see the tree format (xtree_gym.mining.tree.FORMAT_TEXT)"
     for key, typ, name in (
         ("config", dict, "an object"),
         ("corpus", dict, "an object"),
@@ -508,7 +509,7 @@ def _is_count(v: Any, low: int = 0) -> bool:
 
 def _check_node_fields(nd: dict[str, Any], where: str) -> None:
     """Counts are integers >= 0 (depth, length >= 1), rates finite in [0, 1], lists of strings."""
-    fix = "see the tree format (xtree_gym.tree.FORMAT_TEXT)"
+    fix = "see the tree format (xtree_gym.mining.tree.FORMAT_TEXT)"
     for key, low in (("depth", 1), ("length", 2)):
         if not _is_count(nd[key], low):
             raise TreeFormatError(f"{key} is {nd[key]!r}, expected an integer >= {low}", where=where, fix=fix)

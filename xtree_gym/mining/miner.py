@@ -14,12 +14,12 @@ The rules (§3.1 of the paper, made exact):
 * Merging replaces those same non-overlapping occurrences, left to right.
 
 Symbols are ints: primitives ``0..P-1`` in sorted token order (so comparing id tuples compares
-token strings), node ``k`` is ``P + k``. :mod:`xtree_gym.mining_fast` produces exactly the
+token strings), node ``k`` is ``P + k``. :mod:`xtree_gym.mining.fast` produces exactly the
 merges of :func:`reference_mine`, much faster; tests hold them equal.
 
-The rooms, each importing only those below it: :mod:`xtree_gym.mining_base` (data types and
-scoring rules) <- :mod:`xtree_gym.mining_reference` and :mod:`xtree_gym.mining_fast` (the miners)
-<- :mod:`xtree_gym.tree` <- this module. The names the miners define are re-exported here, so
+The rooms, each importing only those below it: :mod:`xtree_gym.mining.base` (data types and
+scoring rules) <- :mod:`xtree_gym.mining.reference` and :mod:`xtree_gym.mining.fast` (the miners)
+<- :mod:`xtree_gym.mining.tree` <- this module. The names the miners define are re-exported here, so
 ``from xtree_gym.mining import EncodedCorpus, reference_mine, pair_counts`` keeps working.
 """
 
@@ -31,13 +31,14 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from .columnar import ColumnarCorpus, FastPathUnavailable, from_arrow, load_corpus
+from ..corpus.columnar import ColumnarCorpus, FastPathUnavailable, from_arrow, load_corpus
+from ..corpus.encoded import EncodedCorpus
+from ..corpus.records import Corpus, Trajectory, from_hf_dataset
+from ..errors import CanonicalizationError, ConfigError, CorpusError
+from .base import Merge, is_candidate, x_score
 from .config import MinerConfig
-from .corpus import Corpus, Trajectory, from_hf_dataset
-from .errors import CanonicalizationError, ConfigError, CorpusError
-from .mining_base import EncodedCorpus, Merge, is_candidate, x_score
-from .mining_fast import fast_mine
-from .mining_reference import (
+from .fast import fast_mine
+from .reference import (
     corpus_pair_stats,
     merge_everywhere,
     merge_pair,
@@ -79,7 +80,7 @@ def trajectory_tokens(trajectories: Sequence[Trajectory], domain: str | None = N
     canonicalizer ``domain`` names (with the trajectory as context). Without ``domain``, a missing
     token is a :class:`CanonicalizationError` naming the trajectory.
     """
-    from .canon import get_canonicalizer
+    from ..canon import get_canonicalizer
 
     canon = get_canonicalizer(domain) if domain else None
     out: list[list[str]] = []
@@ -112,7 +113,7 @@ def mine(
 
     ``trajectories`` is a sequence of :class:`Trajectory`, a :class:`Corpus`, a corpus file path (or
     list of paths: read the columnar way when every step has a token, see
-    :func:`xtree_gym.columnar.load_corpus`), a :class:`~xtree_gym.columnar.ColumnarCorpus`, or a
+    :func:`xtree_gym.corpus.columnar.load_corpus`), a :class:`~xtree_gym.corpus.columnar.ColumnarCorpus`, or a
     Hugging Face ``datasets.Dataset`` / ``pyarrow.Table`` with the corpus columns.
     ``config`` is a :class:`MinerConfig` or a preset name. Trajectories are put in a canonical
     order first (by id; content breaks ties between equal ids), so any line order of the same

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from .errors import CorpusError, missing_dependency
+from ..errors import CorpusError, missing_dependency
 
 _STEP_KEYS = ("action", "observation", "thought", "token", "slots")
 _TRAJ_KEYS = ("id", "env", "task", "goal", "success", "reward", "steps")

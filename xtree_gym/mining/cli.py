@@ -7,14 +7,14 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ._io import refuse_overwrite
+from ..corpus.io import refuse_overwrite
+from ..errors import CorpusError
+from ..progress import progress
 from .config import PRESETS, MinerConfig
-from .errors import CorpusError
-from .progress import progress
 
 if TYPE_CHECKING:
-    from .columnar import ColumnarCorpus
-    from .corpus import Corpus
+    from ..corpus.columnar import ColumnarCorpus
+    from ..corpus.records import Corpus
     from .tree import XTree
 
 # Registering these commands imports only the light modules above (``xtree --help`` starts without
@@ -80,7 +80,7 @@ def add_keep_duplicates(p: argparse.ArgumentParser) -> None:
 
 
 def _read(paths: list[str], skip_bad: bool, keep_duplicates: bool = False) -> Corpus:
-    from .corpus import read_corpus
+    from ..corpus.records import read_corpus
 
     corpus = read_corpus(paths, skip_bad=skip_bad, keep_duplicates=keep_duplicates)
     if corpus.skipped:
@@ -99,8 +99,8 @@ def _read(paths: list[str], skip_bad: bool, keep_duplicates: bool = False) -> Co
 def _load(
     paths: list[str], skip_bad: bool, sort: bool = True, **read_options: Any
 ) -> ColumnarCorpus | Corpus:
-    """Like :func:`_read`, through the columnar path when the files allow it (see ``xtree_gym.columnar``)."""
-    from .columnar import load_corpus
+    """Like :func:`_read`, through the columnar path when the files allow it (see ``xtree_gym.corpus.columnar``)."""
+    from ..corpus.columnar import load_corpus
 
     corpus = load_corpus(paths, skip_bad=skip_bad, sort=sort, **read_options)
     if corpus.skipped:
@@ -117,8 +117,8 @@ def _load(
 
 
 def cmd_mine(args: argparse.Namespace) -> int:
-    from .columnar import ColumnarCorpus
-    from .mining import mine
+    from ..corpus.columnar import ColumnarCorpus
+    from .miner import mine
 
     refuse_overwrite(args.output, args.corpus)
     corpus = _load(args.corpus, args.skip_bad, keep_duplicates=args.keep_duplicates)
@@ -174,8 +174,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_tile(args: argparse.Namespace) -> int:
-    from .columnar import ColumnarCorpus
-    from .mining import trajectory_tokens
+    from ..corpus.columnar import ColumnarCorpus
+    from .miner import trajectory_tokens
     from .tree import XTree
 
     tree = XTree.load(args.tree)
@@ -199,7 +199,7 @@ def cmd_tile(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from .corpus import corpus_stats
+    from ..corpus.records import corpus_stats
 
     corpus = _read(args.corpus, args.skip_bad, args.keep_duplicates)
     st = corpus_stats(corpus.trajectories)

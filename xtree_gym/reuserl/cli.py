@@ -33,11 +33,11 @@ def register_cli(subparsers: Any, collect_subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ._io import atomic_write_text, refuse_overwrite
-    from .corpus import read_corpus
-    from .errors import CorpusError
+    from ..corpus.io import atomic_write_text, refuse_overwrite
+    from ..corpus.records import read_corpus
+    from ..errors import CorpusError
+    from ..mining.miner import trajectory_tokens
     from .mdl import MDLConfig, SkillDictionary, extract_dictionary, skill_alphabet
-    from .mining import trajectory_tokens
 
     if args.json:
         refuse_overwrite(args.json, args.corpus, option="--json")

@@ -1,7 +1,7 @@
 """The short, obviously-correct reference miner and its pure pair helpers.
 
 It recounts every pair every round (O(rounds x tokens) in pure Python); it defines the semantics
-of :mod:`xtree_gym.mining` and :mod:`xtree_gym.mining_fast` is tested against it.
+of :mod:`xtree_gym.mining` and :mod:`xtree_gym.mining.fast` is tested against it.
 """
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import Any, TypeVar
 
+from ..corpus.encoded import EncodedCorpus
+from .base import Merge, is_candidate, x_score
 from .config import MinerConfig
-from .mining_base import EncodedCorpus, Merge, is_candidate, x_score
 
 S = TypeVar("S", bound=Hashable)
 

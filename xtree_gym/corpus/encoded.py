@@ -1,10 +1,4 @@
-"""The miners' shared floor: the data types (:class:`EncodedCorpus`, :class:`Merge`) and the scoring rules.
-
-Everything that mines (:mod:`xtree_gym.mining_reference`, :mod:`xtree_gym.mining_fast`) or builds
-a tree from merges (:mod:`xtree_gym.tree`) imports these from here; this module imports no other
-part of the miner, so the rooms above it only look down. The rules themselves are documented in
-:mod:`xtree_gym.mining`.
-"""
+"""A corpus encoded for mining: every trajectory's tokens as ints, back to back (what both miners read)."""
 
 from __future__ import annotations
 
@@ -13,59 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .config import MinerConfig
-from .errors import ConfigError
-
-# ----------------------------------------------------------------------------- scoring rules
-
-
-def x_score(f: int, length: int, succ: float, config: MinerConfig) -> float:
-    """Eq. 1: ``f * length**p_len * (succ + eps)**p_succ`` in float64, in that order.
-
-    Example:
-        >>> x_score(10, 3, 0.5, MinerConfig(eps=0.0))
-        15.0
-    """
-    return float(f) * float(length) ** config.p_len * (succ + config.eps) ** config.p_succ
-
-
-def is_candidate(f: int, length: int, succ: float, n_task_types: int, config: MinerConfig) -> bool:
-    """The candidate rule: frequency, length cap, compression, success floor, task-type spread.
-
-    Example:
-        >>> cfg = MinerConfig(eta=0.5, min_freq=2)
-        >>> is_candidate(3, 2, 1.0, 1, cfg), is_candidate(2, 2, 1.0, 1, cfg)  # 2 > 1.0; 1 > 1.0 fails
-        (True, False)
-    """
-    return (
-        f >= config.min_freq
-        and length <= config.max_len
-        and f - 1 > config.eta * length
-        and succ >= config.min_succ
-        and n_task_types >= config.min_task_types
-    )
-
-
-# ----------------------------------------------------------------------------- data types
-
-
-@dataclass(frozen=True)
-class Merge:
-    """One merge of the miner: ``left + right -> symbol`` with its statistics at merge time."""
-
-    left: int
-    right: int
-    symbol: int
-    count: int
-    """f_uv when merged."""
-    success_count: int
-    """How many of those occurrences lie in successful trajectories."""
-    task_types: tuple[int, ...]
-    """Sorted task-type ids the occurrences lie in."""
-    score: float
-    """The X-Score when merged."""
-    first: tuple[int, int]
-    """(trajectory index, primitive start index) of the leftmost occurrence, for the node's example."""
+from ..errors import ConfigError
 
 
 @dataclass
