@@ -32,6 +32,7 @@ EXTRA_IMPORTS: dict[str, list[str]] = {
     "alfworld": ["textworld", "alfworld", "xtree_gym.envs.alfworld"],
     "render": ["matplotlib", "xtree_gym.render.figures"],
     "minigrid": ["minigrid"],
+    "tracking": ["tensorboard"],
     "train": [
         "torch",
         "transformers",

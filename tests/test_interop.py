@@ -196,7 +196,7 @@ def test_verifiers_v1_taskset_resolves_by_id():
 
 
 @pytest.mark.slow
-def test_verifiers_v1_group_reward_is_eq3(tree, tmp_path, loopback, monkeypatch):
+def test_verifiers_v1_group_reward_is_eq3(tree, tmp_path, loopback, run_async, monkeypatch):
     """A real verifiers 0.4 episode: its null harness program (a subprocess) asks our scripted endpoint."""
     vf = pytest.importorskip(
         "verifiers.v1", reason="verifiers>=0.4 is not installed: pip install 'xtree_gym[interop]'"
@@ -230,7 +230,7 @@ def test_verifiers_v1_group_reward_is_eq3(tree, tmp_path, loopback, monkeypatch)
             async with env.serving():
                 return [await env.run_episode(tasks[s], ctx) for s in (seed, win)]
 
-        lost, won = asyncio.run(asyncio.wait_for(play(), timeout=300))
+        lost, won = run_async(asyncio.wait_for(play(), timeout=300))
     assert not lost.errors and not won.errors and len(lost.traces) == len(won.traces) == 2
     assert all(t.ok for t in [*lost.traces, *won.traces])
     ep = TextEpisode("XTree-Countdown-v0")

@@ -20,14 +20,6 @@ from xtree_gym.adapters.openenv_env import make_app
 from xtree_gym.adapters.text_env import TextEpisode
 
 
-def _run(coro):
-    """``asyncio.run`` on a thread of its own: a loop another test left set on this thread cannot block it."""
-    import concurrent.futures
-
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coro).result()
-
-
 def _solution(seed: int) -> list[str]:
     ep = TextEpisode("XTree-Countdown-v0")
     ep.reset(seed=seed)
@@ -50,7 +42,7 @@ async def _play(url: str, seed: int, plan: list[str]) -> tuple[dict, int, str]:
         )
 
 
-def test_concurrent_clients_each_play_their_own_episode(loopback):
+def test_concurrent_clients_each_play_their_own_episode(loopback, run_async):
     """Four clients at once, each a different puzzle: no client sees another's state."""
     seeds = [3, 5, 7, 9]
     plans = {s: _solution(s) for s in seeds}
@@ -62,7 +54,7 @@ def test_concurrent_clients_each_play_their_own_episode(loopback):
                 asyncio.gather(*(_play(url, s, plans[s]) for s in seeds)), timeout=120
             )
 
-        results = _run(everyone())
+        results = run_async(everyone())
     for seed, (obs, steps, episode_id) in zip(seeds, results):
         ep = TextEpisode("XTree-Countdown-v0")
         ep.reset(seed=seed)
@@ -75,7 +67,7 @@ def test_concurrent_clients_each_play_their_own_episode(loopback):
     assert [r[0]["done"] for r in results] == [True, True, True, False]
 
 
-def test_session_cap_says_busy_and_frees_on_close(loopback):
+def test_session_cap_says_busy_and_frees_on_close(loopback, run_async):
     async def scenario(url: str) -> str:
         async with GenericEnvClient(base_url=url) as a, GenericEnvClient(base_url=url) as b:
             await a.reset(seed=0)
@@ -102,11 +94,11 @@ def test_session_cap_says_busy_and_frees_on_close(loopback):
         return str(refusal)
 
     with loopback(make_app("XTree-Countdown-v0", max_sessions=2)) as url:
-        msg = _run(asyncio.wait_for(scenario(url), timeout=60))
+        msg = run_async(asyncio.wait_for(scenario(url), timeout=60))
     assert "server busy" in msg and "2 sessions" in msg and "CAPACITY_REACHED" in msg
 
 
-def test_idle_session_expires_with_a_clear_error(loopback):
+def test_idle_session_expires_with_a_clear_error(loopback, run_async):
     async def scenario(url: str) -> str:
         async with GenericEnvClient(base_url=url) as client:
             await client.reset(seed=0)
@@ -116,11 +108,11 @@ def test_idle_session_expires_with_a_clear_error(loopback):
             return str(err.value)
 
     with loopback(make_app("XTree-Countdown-v0", max_sessions=1, idle_timeout_s=1.0)) as url:
-        msg = _run(asyncio.wait_for(scenario(url), timeout=60))
+        msg = run_async(asyncio.wait_for(scenario(url), timeout=60))
     assert "session expired" in msg and "reconnect" in msg
 
 
-def test_bad_requests_are_4xx_with_a_message_never_500(loopback):
+def test_bad_requests_are_4xx_with_a_message_never_500(loopback, run_async):
     import httpx
 
     with loopback(make_app("XTree-Countdown-v0")) as url:
@@ -143,7 +135,7 @@ def test_bad_requests_are_4xx_with_a_message_never_500(loopback):
                 assert again.done is False
                 return str(early.value), str(late.value)
 
-        early, late = _run(asyncio.wait_for(after_end(), timeout=60))
+        early, late = run_async(asyncio.wait_for(after_end(), timeout=60))
     assert before_reset.status_code == 409 and "step before reset" in before_reset.json()["detail"]
     assert "/ws" in before_reset.json()["detail"]
     assert as_string.status_code == 422 and "dict" in str(as_string.json()["detail"]).lower()
