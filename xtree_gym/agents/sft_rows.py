@@ -294,30 +294,9 @@ def default_harness_name(fmt: str, env: str) -> str:
     return DEFAULT_HARNESS[env]
 
 
-def build_rows(
-    trajectories: Sequence[Trajectory],
-    fmt: str,
-    *,
-    tree: XTree | None = None,
-    harness: Harness | str | None = None,
-    domain: str | None = None,
-    tokenizer: Any = None,
-    seed: int = 0,
-    progress: bool | None = False,
-) -> list[SFTRow]:
-    """The SFT rows of a corpus in format ``fmt`` as a list (see :func:`iter_rows`, which streams them)."""
-    return list(
-        iter_rows(
-            trajectories,
-            fmt,
-            tree=tree,
-            harness=harness,
-            domain=domain,
-            tokenizer=tokenizer,
-            seed=seed,
-            progress=progress,
-        )
-    )
+def build_rows(trajectories: Sequence[Trajectory], fmt: str, **options: Any) -> list[SFTRow]:
+    """The SFT rows of a corpus in format ``fmt`` as a list; ``options`` as :func:`iter_rows` (which streams them)."""
+    return list(iter_rows(trajectories, fmt, **options))
 
 
 def iter_rows(
