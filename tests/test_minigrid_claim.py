@@ -247,3 +247,21 @@ def test_resume_keeps_only_runs_of_the_same_config(tmp_path) -> None:
     assert list(other_lr.done()) == [("xtree", 2, 0)]  # and the other way round
     lines = [json.loads(x) for x in log.read_text().splitlines()]
     assert [set(x) for x in lines] == [{"config", "run"}] * 2 and lines[0]["config"]["lr"] == 0.5
+
+
+def test_pairs_reprints_the_committed_comparisons(capsys):
+    """``experiments.minigrid_claim.pairs`` recomputes a listed comparison exactly as ``results.json`` holds it."""
+    import json
+    from pathlib import Path
+
+    from experiments.minigrid_claim.pairs import main
+
+    folder = Path(__file__).resolve().parent.parent / "results" / "minigrid_claim_doorkey5"
+    committed = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    want = next(
+        c for c in committed["comparisons"] if (c["n"], c["arm"], c["vs"]) == (16, "xtree_gated", "outcome")
+    )
+    assert main([str(folder), "xtree_gated:outcome"]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("n=16"))
+    f = want["final"]
+    assert f"final {f['mean_diff']:+.3f} ({f['ahead']}/{f['tied']}/{f['behind']}, p={f['p']:.2g})" in line
