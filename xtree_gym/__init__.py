@@ -38,9 +38,11 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
         TreeFormatError,
         XTreeError,
     )
+    from .mining.base import Merge
     from .mining.config import PRESETS, MinerConfig
     from .mining.matching import Match, StreamingMatcher, find_matches
-    from .mining.miner import Merge, mine, reference_mine
+    from .mining.miner import mine
+    from .mining.reference import reference_mine
     from .mining.tree import Node, Segment, XTree
     from .reuserl.mdl import (
         MDLConfig,

@@ -19,8 +19,8 @@ merges of :func:`reference_mine`, much faster; tests hold them equal.
 
 The rooms, each importing only those below it: :mod:`xtree_gym.mining.base` (data types and
 scoring rules) <- :mod:`xtree_gym.mining.reference` and :mod:`xtree_gym.mining.fast` (the miners)
-<- :mod:`xtree_gym.mining.tree` <- this module. The names the miners define are re-exported here, so
-``from xtree_gym.mining import EncodedCorpus, reference_mine, pair_counts`` keeps working.
+<- :mod:`xtree_gym.mining.tree` <- this module. The package, :mod:`xtree_gym.mining`, exports the
+miners' names, so ``from xtree_gym.mining import EncodedCorpus, reference_mine, pair_counts`` keeps working.
 """
 
 from __future__ import annotations
@@ -35,40 +35,12 @@ from ..corpus.columnar import ColumnarCorpus, FastPathUnavailable, from_arrow, l
 from ..corpus.encoded import EncodedCorpus
 from ..corpus.records import Corpus, Trajectory, from_hf_dataset
 from ..errors import CanonicalizationError, ConfigError, CorpusError
-from .base import Merge, is_candidate, x_score
 from .config import MinerConfig
 from .fast import fast_mine
-from .reference import (
-    corpus_pair_stats,
-    merge_everywhere,
-    merge_pair,
-    merged_starts,
-    pair_counts,
-    pair_positions,
-    positions_by_pair,
-    reference_mine,
-)
+from .reference import reference_mine
 from .tree import XTree
 
-__all__ = [
-    "EncodedCorpus",
-    "Merge",
-    "canonical_order",
-    "canonical_sort",
-    "corpus_pair_stats",
-    "fast_mine",
-    "is_candidate",
-    "merge_everywhere",
-    "merge_pair",
-    "merged_starts",
-    "mine",
-    "pair_counts",
-    "pair_positions",
-    "positions_by_pair",
-    "reference_mine",
-    "trajectory_tokens",
-    "x_score",
-]
+__all__ = ["ENGINES", "canonical_order", "canonical_sort", "mine", "trajectory_tokens"]
 
 ENGINES = ("fast", "reference")
 

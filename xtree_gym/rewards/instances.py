@@ -273,7 +273,8 @@ def _random_merges(
     exact: bool = False,
 ) -> list[Any]:
     """The reference miner's loop with the best-X-Score choice replaced by a uniform draw."""
-    from ..mining.miner import Merge, corpus_pair_stats, is_candidate, merge_everywhere, x_score
+    from ..mining.base import Merge, is_candidate, x_score
+    from ..mining.reference import corpus_pair_stats, merge_everywhere
     from ..progress import Progress
 
     bar = Progress(total=n_merges, desc="random tree", enabled=progress)
