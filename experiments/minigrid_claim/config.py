@@ -100,6 +100,16 @@ class ClaimConfig:
     workers: int = 2
     """Worker processes (at most 2: the machine is shared)."""
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ClaimConfig:
+        """The config a ``runs.jsonl`` line or ``results.json`` recorded (JSON lists back to tuples).
+
+        Example:
+            >>> ClaimConfig.from_dict({"seeds": [3, 4], "group_sizes": [2]}).seeds
+            (3, 4)
+        """
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+
     def __post_init__(self) -> None:
         bad = [n for n in self.group_sizes if n < 2 or self.batch_episodes % n]
         if bad:

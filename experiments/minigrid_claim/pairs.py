@@ -4,25 +4,17 @@
 
 Reads ``OUT/results.json`` (its config and every run) and prints, per group size and pair, the mean
 difference, ahead/tied/behind and the p-value of final, held-out and AUC success -- the same
-:func:`report._paired` that writes ``table.md``'s comparisons.
+:func:`report.paired` that writes ``table.md``'s comparisons.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 from pathlib import Path
 
 from .config import ClaimConfig
-from .report import _paired
-
-
-def config_of(results: dict) -> ClaimConfig:
-    """The run's :class:`ClaimConfig` from ``results.json`` (the fields the paired test reads)."""
-    names = {f.name for f in dataclasses.fields(ClaimConfig)} - {"miner"}
-    cfg = results["config"]
-    return ClaimConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in cfg.items() if k in names})
+from .report import paired
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,11 +23,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("pairs", nargs="+", help="ARM:BASELINE, e.g. xtree_gated:subgoal")
     a = p.parse_args(argv)
     results = json.loads((a.folder / "results.json").read_text(encoding="utf-8"))
-    cfg = config_of(results)
+    cfg = ClaimConfig.from_dict(results["config"])
     for n in cfg.group_sizes:
         for pair in a.pairs:
             arm, _, base = pair.partition(":")
-            c = _paired(cfg, results["runs"], n, arm, base)
+            c = paired(cfg, results["runs"], n, arm, base)
             if c is None:
                 print(f"n={n} {pair}: no seeds with both arms")
                 continue

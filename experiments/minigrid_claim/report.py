@@ -129,7 +129,7 @@ def summarize(cfg: ClaimConfig, runs: list[dict[str, Any]]) -> list[dict[str, An
     return rows
 
 
-def _paired(
+def paired(
     cfg: ClaimConfig, runs: list[dict[str, Any]], n: int, arm: str, base: str
 ) -> dict[str, Any] | None:
     by = {(r["arm"], r["seed"]): run_metrics(r, cfg.window, cfg.thresholds) for r in runs if r["n"] == n}
@@ -157,7 +157,7 @@ def compare(cfg: ClaimConfig, runs: list[dict[str, Any]]) -> list[dict[str, Any]
     pairs = [(a, "outcome") for a in cfg.arms if a != "outcome"]
     if "xtree" in cfg.arms:
         pairs += [(a, "xtree") for a in cfg.arms if a in CONTROLS]
-    out = [_paired(cfg, runs, n, a, b) for n in cfg.group_sizes for a, b in pairs]
+    out = [paired(cfg, runs, n, a, b) for n in cfg.group_sizes for a, b in pairs]
     return [c for c in out if c is not None]
 
 

@@ -130,7 +130,7 @@ def run_log(path: Path, cfg: ClaimConfig) -> RunLog:
 
     def same(config: Any) -> bool:
         try:
-            return _run_config(ClaimConfig(**_tuples(config or {}))) == want
+            return _run_config(ClaimConfig.from_dict(config or {})) == want
         except (TypeError, ConfigError):
             return False
 
@@ -140,10 +140,6 @@ def run_log(path: Path, cfg: ClaimConfig) -> RunLog:
 def load_done(path: Path, cfg: ClaimConfig) -> dict[Any, dict[str, Any]]:
     """Runs already in ``runs.jsonl`` made with this config up to the run choice (a resumed run skips them)."""
     return run_log(path, cfg).done()
-
-
-def _tuples(d: dict[str, Any]) -> dict[str, Any]:
-    return {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}
 
 
 def _prepare(cfg: ClaimConfig) -> dict[str, Any]:

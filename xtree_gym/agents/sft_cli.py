@@ -50,29 +50,20 @@ def refuse_overwrite(output: str, inputs: list[str]) -> None:
 def cmd_sft_rows(args: argparse.Namespace) -> int:
     from ..corpus.records import read_corpus
     from ..mining.tree import XTree
-    from .sft_rows import RowSummary, iter_rows, load_harness, write_rows
+    from .sft_rows import RowSummary, iter_rows, write_rows
 
     refuse_overwrite(args.output, [*args.corpus, *([args.tree] if args.tree else [])])
+    if args.history_cap is not None and args.history_cap < 1:
+        raise ConfigError(f"--history-cap {args.history_cap} must be >= 1", fix="pass a positive step count")
     corpus = read_corpus(args.corpus)
     tree = XTree.load(args.tree) if args.tree else None
     tokenizer = load_tokenizer(args.tokenizer) if args.tokenizer else None
-    harness = args.harness
-    if args.history_cap is not None:
-        if args.history_cap < 1:
-            raise ConfigError(
-                f"--history-cap {args.history_cap} must be >= 1", fix="pass a positive step count"
-            )
-        from .sft_rows import default_harness_name
-
-        env = next((t.env for t in corpus.trajectories if t.steps), "") or (args.domain or "")
-        harness = load_harness(
-            harness or default_harness_name(args.format, env), history_cap=args.history_cap
-        )
     rows = iter_rows(
         corpus.trajectories,
         args.format,
         tree=tree,
-        harness=harness,
+        harness=args.harness,
+        harness_options=None if args.history_cap is None else {"history_cap": args.history_cap},
         domain=args.domain,
         tokenizer=tokenizer,
         seed=args.seed,

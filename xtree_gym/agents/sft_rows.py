@@ -309,17 +309,18 @@ def iter_rows(
     tokenizer: Any = None,
     seed: int = 0,
     progress: bool | None = False,
+    harness_options: dict[str, Any] | None = None,
 ) -> Iterator[SFTRow]:
     """The SFT rows of a corpus in format ``fmt``, yielded one at a time (see the module docstring).
 
     ``tree`` is required for ``node`` and ``span`` (the span lengths are the node rows' lengths);
     ``domain`` canonicalizes steps without a ``token``. ``harness`` is a :class:`Harness`, a name,
-    or ``None`` for :func:`default_harness_name`. ``span`` cuts are drawn from ``seed`` in corpus
+    or ``None`` for :func:`default_harness_name`; ``harness_options`` (e.g. ``{"history_cap": 200}``)
+    build a named one. ``span`` cuts are drawn from ``seed`` in corpus
     order, so the same corpus and seed give the same rows. Bad arguments raise before the first
     row; progress counts steps (so one long trajectory shows it moving).
     """
-    from ..progress import Progress
-    from ..render.cards import domain_glosses, gloss
+    from ..render.cards import domain_glosses
 
     if fmt not in FORMATS:
         raise ConfigError(f"unknown row format {fmt!r}", fix=f"use one of {list(FORMATS)}")
@@ -329,10 +330,11 @@ def iter_rows(
     if not trajs:
         raise CorpusError("the corpus has no trajectory with steps", fix="check the corpus file(s)")
     if harness is None or isinstance(harness, str):
-        harness = load_harness(harness or default_harness_name(fmt, trajs[0].env or (domain or "")))
+        name = harness or default_harness_name(fmt, trajs[0].env or (domain or ""))
+        harness = load_harness(name, **(harness_options or {}))
     tokens = _tokens(trajs, domain, required=fmt != "standard")
     table = domain_glosses(domain or trajs[0].env)
-    return _rows(trajs, tokens, fmt, tree, harness, table, tokenizer, seed, Progress, gloss, progress)
+    return _rows(trajs, tokens, fmt, tree, harness, table, tokenizer, seed, progress)
 
 
 def _rows(
@@ -344,15 +346,14 @@ def _rows(
     table: Any,
     tokenizer: Any,
     seed: int,
-    progress_cls: Any,
-    gloss: Any,
     progress: bool | None,
 ) -> Iterator[SFTRow]:
     """The generator behind :func:`iter_rows` (split off so argument errors raise at the call)."""
+    from ..progress import Progress
+    from ..render.cards import gloss
+
     rng = np.random.default_rng(seed)
-    bar = progress_cls(
-        total=sum(len(t.steps) for t in trajs), desc=f"sft rows ({fmt}, steps)", enabled=progress
-    )
+    bar = Progress(total=sum(len(t.steps) for t in trajs), desc=f"sft rows ({fmt}, steps)", enabled=progress)
     try:
         for traj, toks in zip(trajs, tokens):
             if fmt == "standard":

@@ -7,12 +7,12 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
-
-if TYPE_CHECKING:
-    from ..mining.tree import XTree
 from .bonus import MATCHING, BonusDesign, default_nesting, resolve_bonus, sequence_bonus
 from .constants import LAMBDA0, W_REF
 from .group import lambda_g
+
+if TYPE_CHECKING:
+    from ..mining.tree import XTree
 
 
 def _finite(x: Any, what: str) -> float:

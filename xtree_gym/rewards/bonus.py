@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from ..errors import ConfigError
+from .constants import GAMMA
 
 if TYPE_CHECKING:
     from ..mining.tree import XTree
-from .constants import GAMMA
 
 
 class NodeLike(Protocol):

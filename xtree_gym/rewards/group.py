@@ -8,12 +8,8 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Hashable, Sequence
-from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
-
-if TYPE_CHECKING:
-    pass
 from .constants import LAMBDA0, W_REF
 
 

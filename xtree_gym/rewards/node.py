@@ -6,12 +6,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
-
-if TYPE_CHECKING:
-    pass
 from .constants import ALPHA, GAMMA
 
 
