@@ -53,7 +53,7 @@ def scienceworld(task: str = "boil", variation: int = 0, steps: int = 25) -> dic
 
 def webshop(data_dir: str | None, goals: int = 20) -> dict[str, float]:
     from xtree_gym.agents.harness import HarnessState, get_harness, goal_of
-    from xtree_gym.agents.oracle import oracle_action
+    from xtree_gym.agents.model.oracle import oracle_action
     from xtree_gym.envs.webshop import WebShopEnv
 
     harness = get_harness("verl-agent")

@@ -2,7 +2,7 @@
 
 The same episodes are played twice in one run with the ``hf`` backend: once with every episode
 live at once (one batched ``generate`` call per turn, left-padded), once with one episode live at
-a time (batch of one). The env is :class:`~xtree_gym.agents.testing.EchoEnv` (microseconds a
+a time (batch of one). The env is :class:`~xtree_gym.agents.play.testing.EchoEnv` (microseconds a
 step), so what is measured is prompt rendering, chat templating, generation and bookkeeping.
 Sampling runs at temperature 1 with a fixed seed; wall-clock time, so run it on a quiet machine
 and read the load average it prints beside the figures.
@@ -17,10 +17,10 @@ import os
 import time
 from typing import Any
 
-from xtree_gym.agents.generation import HFGenerator
-from xtree_gym.agents.models import load_model
-from xtree_gym.agents.rollout import rollout
-from xtree_gym.agents.testing import ECHO_ENV, EchoHarness
+from xtree_gym.agents.model.generation import HFGenerator
+from xtree_gym.agents.model.loading import load_model
+from xtree_gym.agents.play.rollout import rollout
+from xtree_gym.agents.play.testing import ECHO_ENV, EchoHarness
 from xtree_gym.agents.types import TaskSpec
 
 

@@ -71,8 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
 
-    from xtree_gym.agents.models import load_tokenizer
-    from xtree_gym.agents.sft_rows import build_rows, load_harness, summarize
+    from xtree_gym.agents.model.loading import load_tokenizer
+    from xtree_gym.agents.sft_offline.rows import build_rows, load_harness, summarize
     from xtree_gym.corpus import read_corpus
     from xtree_gym.mining import mine
 

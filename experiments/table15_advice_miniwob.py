@@ -3,7 +3,7 @@ X-Tree advice hint vs the same hint scrambled.
 
 The tree is mined (MiniWoB preset, Table 8) from a scripted-solver corpus with failures (``noise``) on
 the chosen tasks, collected live in headless Chromium; the policy plays the same tasks' evaluation
-seeds through the ``browsergym`` harness (``xtree_gym.agents.evaluate``). Only the advice block in the
+seeds through the ``browsergym`` harness (``xtree_gym.agents.play.evaluate``). Only the advice block in the
 prompt changes: ``advice=Advisor`` (App. C: top nodes for the goal by n-gram overlap, plus where the
 recent steps are in one) or a wrapper that shuffles the hint's words across its lines (same words).
 
@@ -81,8 +81,8 @@ class ScrambledAdvisor:
 
 
 def run(cfg: Config, out: Path) -> Report:
-    from xtree_gym.agents.evaluate import evaluate
     from xtree_gym.agents.harness.common import build_advisor
+    from xtree_gym.agents.play.evaluate import evaluate
     from xtree_gym.collect.miniwob import CollectConfig, collect_miniwob
     from xtree_gym.corpus import write_corpus
     from xtree_gym.mining import mine

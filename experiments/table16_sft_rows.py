@@ -1,10 +1,10 @@
 """Table 16: SFT on standard rows vs length-matched random spans vs X-Tree node rows, with the token accounting.
 
 All three formats supervise the same gold actions of the ScienceWorld corpus; only the cut differs
-(``xtree_gym.agents.sft_rows``): one row per step (standard), one row per tiling token of the X-Tree
+(``xtree_gym.agents.sft_offline.rows``): one row per step (standard), one row per tiling token of the X-Tree
 (node, App. D), or the node rows' lengths in a seeded random order (span: the length-matched control).
 The accounting (rows, supervised actions, tokens, tokens per action, prompt share) is measured with the
-policy's tokenizer; each format then warm-starts a policy (``xtree_gym.agents.sft.train_sft``) and we
+policy's tokenizer; each format then warm-starts a policy (``xtree_gym.agents.sft_offline.sft.train_sft``) and we
 report its target-token loss before and after on its own rows.
 
     python -m experiments.table16_sft_rows --smoke   # CPU, ~1 min: 40 trajectories, tiny-random, 1 epoch
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from xtree_gym.agents.sft_rows import FORMATS, build_rows, summarize, write_rows
+from xtree_gym.agents.sft_offline.rows import FORMATS, build_rows, summarize, write_rows
 
 from ._banks import mined_tree
 from ._corpora import scienceworld_corpus, subsample
@@ -65,8 +65,8 @@ FULL = Config(warm_start=200)
 
 
 def run(cfg: Config, out: Path) -> Report:
-    from xtree_gym.agents.models import load_tokenizer
-    from xtree_gym.agents.sft import SFTConfig, train_sft
+    from xtree_gym.agents.model.loading import load_tokenizer
+    from xtree_gym.agents.sft_offline.sft import SFTConfig, train_sft
 
     corpus, source = scienceworld_corpus()
     tree, _ = mined_tree(corpus, "scienceworld", out / "tree.json")  # the whole corpus's tree, as in training

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xtree_gym.agents.remine import node_diff
+from xtree_gym.agents.grpo.remine import node_diff
 from xtree_gym.envs.sciworld_folds import HELD_OUT_TYPES
 
 from ._banks import match_count, mined_tree

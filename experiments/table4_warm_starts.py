@@ -51,10 +51,10 @@ FULL = Config()
 
 def warm_start(corpus: list[Any], model: str, sft: dict[str, Any], out: Path) -> tuple[str, dict[str, Any]]:
     """SFT on the standard rows of ``corpus``; returns the checkpoint's model folder and the SFT summary."""
-    from xtree_gym.agents.checkpoint import find_checkpoint
-    from xtree_gym.agents.models import load_tokenizer
-    from xtree_gym.agents.sft import SFTConfig, train_sft
-    from xtree_gym.agents.sft_rows import build_rows, write_rows
+    from xtree_gym.agents.model.loading import load_tokenizer
+    from xtree_gym.agents.run.checkpoint import find_checkpoint
+    from xtree_gym.agents.sft_offline.rows import build_rows, write_rows
+    from xtree_gym.agents.sft_offline.sft import SFTConfig, train_sft
 
     rows = build_rows(corpus, "standard", domain="webshop", tokenizer=load_tokenizer(model))
     write_rows(out / "rows.jsonl.gz", rows)

@@ -3,7 +3,7 @@
 The paper's Tables 1–2 are on WebArena (Qwen2.5-7B, 7,974 agent trajectories, per-site success on
 live WebArena servers). Those need the user's own corpus and servers; this script runs the same
 arms on any corpus in our format (default: the ScienceWorld gold corpus) through
-``xtree_gym.agents.offline_trainer.OfflineTrainer`` and the ``XTree-NodeReplay-v0`` env, and reports the
+``xtree_gym.agents.sft_offline.offline_trainer.OfflineTrainer`` and the ``XTree-NodeReplay-v0`` env, and reports the
 replay reward and win rate (node completed). For WebArena pass ``--set corpus=YOUR.jsonl --set
 domain=browsergym --set base.model=...`` and evaluate each checkpoint with ``xtree eval`` on your servers.
 

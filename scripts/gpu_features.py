@@ -1,6 +1,6 @@
 """The ``--features`` checks of ``scripts/gpu_smoke.py``: bf16, LoRA, gradient checkpointing, FSDP.
 
-Every check runs the real :class:`~xtree_gym.agents.trainer.GRPOTrainer` on ``tiny-random`` and a
+Every check runs the real :class:`~xtree_gym.agents.grpo.trainer.GRPOTrainer` on ``tiny-random`` and a
 fixed batch (2 groups × 2 episodes × 2 turns, rewards that differ inside each group), and prints
 one JSON line with ``"ok": true/false`` and its figures. The exit status is 1 if any check failed.
 """
@@ -46,8 +46,8 @@ def batch(tokenizer: Any) -> list[Any]:
 def trainer(out: str, **kw: Any) -> Any:
     from accelerate.state import AcceleratorState
 
-    from xtree_gym.agents.config import GRPOConfig
-    from xtree_gym.agents.trainer import GRPOTrainer
+    from xtree_gym.agents.grpo.config import GRPOConfig
+    from xtree_gym.agents.grpo.trainer import GRPOTrainer
 
     if not os.environ.get("ACCELERATE_USE_FSDP"):  # checks differ in precision: a fresh Accelerate state each
         AcceleratorState._reset_state(reset_partial_state=True)
@@ -105,7 +105,7 @@ def check_bf16(tmp: str, cuda: bool) -> dict[str, Any]:
 def check_lora(tmp: str, cuda: bool) -> dict[str, Any]:
     import torch
 
-    from xtree_gym.agents.lora import AdapterFreeReference
+    from xtree_gym.agents.model.lora import AdapterFreeReference
 
     _reset(cuda)
     tr = trainer(f"{tmp}/lora", dtype="bf16", lora_r=8, lora_alpha=16)
@@ -153,7 +153,7 @@ def _grads(tr: Any, rows: list[Any], cuda: bool) -> tuple[dict[str, Any], float 
 def check_gradient_checkpointing(tmp: str, cuda: bool) -> dict[str, Any]:
     import torch
 
-    from xtree_gym.agents.shaping import plain_rewards
+    from xtree_gym.agents.grpo.shaping import plain_rewards
 
     plain = trainer(f"{tmp}/gc0", dtype="fp32")
     eps = batch(plain.tokenizer)
@@ -177,7 +177,7 @@ def fsdp_child(out: str) -> int:
     """Under ``accelerate launch --config_file fsdp-1gpu.yaml``: one step, save, resume, write params."""
     from safetensors.torch import save_file
 
-    from xtree_gym.agents.scaleout import sharding
+    from xtree_gym.agents.run.scaleout import sharding
 
     tr = trainer(f"{out}/run", dtype="fp32")
     kind = sharding(tr.acc)

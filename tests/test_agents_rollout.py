@@ -9,9 +9,9 @@ import pytest
 
 pytest.importorskip("gymnasium", reason="gymnasium is not installed")
 
-from xtree_gym.agents.generation import ScriptedGenerator
-from xtree_gym.agents.rollout import plan_groups, rollout
-from xtree_gym.agents.testing import CRASHING_ENV, ECHO_ENV, HANGING_ENV, EchoHarness
+from xtree_gym.agents.model.generation import ScriptedGenerator
+from xtree_gym.agents.play.rollout import plan_groups, rollout
+from xtree_gym.agents.play.testing import CRASHING_ENV, ECHO_ENV, HANGING_ENV, EchoHarness
 from xtree_gym.agents.types import Episode, TaskSpec
 from xtree_gym.corpus import Trajectory
 from xtree_gym.errors import ConfigError, XTreeError
@@ -205,7 +205,7 @@ def test_bad_arguments_are_one_clear_error():
 
 
 def test_valid_actions_are_fetched_only_when_the_harness_lists_them():
-    from xtree_gym.agents.testing import EchoEnv
+    from xtree_gym.agents.play.testing import EchoEnv
 
     seen = []
 
@@ -226,8 +226,8 @@ def test_valid_actions_are_fetched_only_when_the_harness_lists_them():
 
 def test_tiny_random_rollouts_repeat_under_the_same_seed():
     pytest.importorskip("transformers", reason="the train extra is not installed")
-    from xtree_gym.agents.generation import HFGenerator
-    from xtree_gym.agents.models import load_model
+    from xtree_gym.agents.model.generation import HFGenerator
+    from xtree_gym.agents.model.loading import load_model
 
     model, tok = load_model("tiny-random")
     model.train()  # a trainer's live model: sampling must not use dropout, and the mode comes back
@@ -267,7 +267,7 @@ def test_node_harness_runs_every_action_tag_in_one_turn():
 
 
 def test_idle_envs_are_reused_and_bounded():
-    from xtree_gym.agents.testing import EchoEnv
+    from xtree_gym.agents.play.testing import EchoEnv
 
     gen = ScriptedGenerator(["<action>win</action>"], cycle=True)
     base_open, EchoEnv.open_peak = EchoEnv.open_now, 0
@@ -283,8 +283,8 @@ def test_idle_envs_are_reused_and_bounded():
 def test_the_progress_bar_moves_per_turn_and_per_generated_token(capsys, monkeypatch):
     """A long turn (a small model on CPU) shows tokens moving, not a 0/N bar until an episode ends."""
     pytest.importorskip("transformers", reason="the train extra is not installed")
-    from xtree_gym.agents.generation import HFGenerator
-    from xtree_gym.agents.models import load_model
+    from xtree_gym.agents.model.generation import HFGenerator
+    from xtree_gym.agents.model.loading import load_model
 
     monkeypatch.setenv("XTREE_PROGRESS", "1")
     model, tok = load_model("tiny-random")

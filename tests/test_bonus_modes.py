@@ -95,7 +95,7 @@ def test_bad_mode_and_parameters_are_one_error() -> None:
 
 def test_shaping_xtree_rewards_takes_the_mode() -> None:
     """The trainer's reward phase: eq3 unchanged, gated silences a mixed group, invalid penalty kept."""
-    from xtree_gym.agents.shaping import xtree_rewards
+    from xtree_gym.agents.grpo.shaping import xtree_rewards
     from xtree_gym.agents.types import Episode
 
     eps = [Episode(str(i), "env", "x", "g", 0, i // 2, i) for i in range(4)]
@@ -132,7 +132,7 @@ def test_train_rlvr_two_steps_with_each_mode(tmp_path, mode: str) -> None:
     pytest.importorskip("bm25s", reason="the webshop extra is not installed")
     from safetensors.torch import load_file
 
-    from xtree_gym.agents.metrics import read_metrics
+    from xtree_gym.agents.run.metrics import read_metrics
     from xtree_gym.cli import main
     from xtree_gym.envs.webshop_data import write_demo_data
 

@@ -124,7 +124,7 @@ def test_random_span_tree_is_a_valid_tree_with_the_xtree_lengths(tmp_path: Path)
 @pytest.mark.parametrize("name", TRAINER_SCRIPTS)
 def test_full_sizes_are_valid_trainer_configs(name: str) -> None:
     """The documented --full configs resolve as GRPOConfigs (a typo in a field would fail here, not on a GPU)."""
-    from xtree_gym.agents.config import GRPOConfig
+    from xtree_gym.agents.grpo.config import GRPOConfig
 
     mod = importlib.import_module(f"experiments.{name}")
     cfg = GRPOConfig(**mod.FULL.base).resolved()

@@ -40,7 +40,7 @@ EXTRA_IMPORTS: dict[str, list[str]] = {
         "safetensors",
         "gguf",
         "gymnasium",
-        "xtree_gym.agents.rollout",
+        "xtree_gym.agents.play.rollout",
     ],
     "interop": [
         "gymnasium",

@@ -7,10 +7,17 @@ import math
 import pytest
 import torch
 
-from xtree_gym.agents.advantages import group_advantages
-from xtree_gym.agents.losses import clipped_policy_loss, k3_kl, loss_weights, opsd_term
-from xtree_gym.agents.rows import Row, collate, episode_rows, micro_batches, teacher_to_student, turn_rows
-from xtree_gym.agents.shaping import SegCostShaping, plain_rewards, xtree_rewards
+from xtree_gym.agents.grpo.advantages import group_advantages
+from xtree_gym.agents.grpo.losses import clipped_policy_loss, k3_kl, loss_weights, opsd_term
+from xtree_gym.agents.grpo.rows import (
+    Row,
+    collate,
+    episode_rows,
+    micro_batches,
+    teacher_to_student,
+    turn_rows,
+)
+from xtree_gym.agents.grpo.shaping import SegCostShaping, plain_rewards, xtree_rewards
 from xtree_gym.agents.types import Episode, Turn
 from xtree_gym.errors import ConfigError
 
@@ -209,7 +216,7 @@ def test_teacher_prefix_alignment() -> None:
 
 def test_opsd_banks_xtree_scrambled_empty_file(tmp_path) -> None:
     from xtree_gym import MinerConfig, Step, Trajectory, mine
-    from xtree_gym.agents.opsd import card_prefix_ids, make_card_fn
+    from xtree_gym.agents.grpo.opsd import card_prefix_ids, make_card_fn
 
     toks = ["search<query>", "click<item>", "click<option-size>", "click<buy>"]
     trajs = [

@@ -11,10 +11,10 @@ pytest.importorskip("accelerate")
 pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 
-from xtree_gym.agents.config import GRPOConfig  # noqa: E402
-from xtree_gym.agents.schedule import lr_at  # noqa: E402
-from xtree_gym.agents.trainer import GRPOTrainer  # noqa: E402
-from xtree_gym.agents.updates import recompute_old_logprobs, split_rows, updates_per_epoch  # noqa: E402
+from xtree_gym.agents.grpo.config import GRPOConfig  # noqa: E402
+from xtree_gym.agents.grpo.schedule import lr_at  # noqa: E402
+from xtree_gym.agents.grpo.trainer import GRPOTrainer  # noqa: E402
+from xtree_gym.agents.grpo.updates import recompute_old_logprobs, split_rows, updates_per_epoch  # noqa: E402
 from xtree_gym.errors import ConfigError  # noqa: E402
 
 

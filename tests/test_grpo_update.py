@@ -12,9 +12,9 @@ pytest.importorskip("accelerate")
 pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 
-from xtree_gym.agents import checkpoint as ckpt  # noqa: E402
-from xtree_gym.agents.rows import Row  # noqa: E402
-from xtree_gym.agents.trainer import GRPOTrainer  # noqa: E402
+from xtree_gym.agents.grpo.rows import Row  # noqa: E402
+from xtree_gym.agents.grpo.trainer import GRPOTrainer  # noqa: E402
+from xtree_gym.agents.run import checkpoint as ckpt  # noqa: E402
 
 SCRIPT = Path(__file__).parent / "scripts" / "grpo_dist_step.py"
 
@@ -87,7 +87,7 @@ def test_push_weights_to_vllm_reaches_the_engine_model(trainer: GRPOTrainer) -> 
     # vLLM cannot run here (no GPU): a stand-in with the engine's attribute path records the call
     from types import SimpleNamespace
 
-    from xtree_gym.agents.trainer import push_weights_to_vllm
+    from xtree_gym.agents.grpo.trainer import push_weights_to_vllm
     from xtree_gym.errors import ConfigError
 
     got: dict = {}

@@ -144,12 +144,12 @@ def test_the_step_timeout_of_an_in_process_rollout_works_with_a_browser(
 ) -> None:
     """``--step-timeout`` with in-process workers used to call Playwright from a timer thread."""
     from xtree_gym.agents.harness import get_harness
-    from xtree_gym.agents.rollout import rollout
+    from xtree_gym.agents.play.rollout import rollout
     from xtree_gym.agents.types import TaskSpec
     from xtree_gym.envs.browser_launch import BrowserLaunchConfig  # noqa: F401 (the env builds its own)
 
     h = get_harness("browsergym")
-    from xtree_gym.agents.generation import make_generator
+    from xtree_gym.agents.model.generation import make_generator
 
     gen = make_generator("scripted", responses=[h.format_response("noop()")], cycle=True)
     eps = rollout(

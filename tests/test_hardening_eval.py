@@ -1,7 +1,7 @@
 """Hardening II, ``xtree eval`` and the files it writes: the resume key holds every setting that can change
 an episode, two evals cannot share a folder, a NaN reward or a lone surrogate from the env cannot break
 the JSON written, bad ``--responses`` files and flags are one error. Real envs (Countdown, the echo envs
-of ``xtree_gym.agents.testing``), the real CLI in-process.
+of ``xtree_gym.agents.play.testing``), the real CLI in-process.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from xtree_gym.agents.harness import get_harness
 from xtree_gym.cli import main
 
-ODD_ENV = "xtree_gym.agents.testing:OddEnv"
+ODD_ENV = "xtree_gym.agents.play.testing:OddEnv"
 
 
 def _strict(text: str) -> object:
@@ -65,7 +65,7 @@ def test_the_same_template_path_with_new_content_is_another_run(tmp_path: Path, 
 
 
 def test_two_evals_cannot_write_one_folder(tmp_path: Path, capsys) -> None:
-    from xtree_gym.agents.evaluate import folder_lock
+    from xtree_gym.agents.play.evaluate import folder_lock
 
     out = tmp_path / "ev"
     with folder_lock(out):  # another evaluation holds the folder (a second open file: flock conflicts)
@@ -148,12 +148,12 @@ def test_an_env_whose_close_never_returns_cannot_hang_an_evaluation(
 ) -> None:
     import time
 
-    from xtree_gym.agents import envproc
+    from xtree_gym.agents.play import envproc
 
     monkeypatch.setattr(envproc, "CLOSE_TIMEOUT_S", 2.0)
     path = tmp_path / "r.json"
     path.write_text(json.dumps([get_harness("react").format_response("win")]))
-    argv = ["eval", "xtree_gym.agents.testing:StuckCloseEnv", "--harness", "react", "--backend", "scripted",
+    argv = ["eval", "xtree_gym.agents.play.testing:StuckCloseEnv", "--harness", "react", "--backend", "scripted",
             "--responses", str(path), "--tasks", "2", "-o", str(tmp_path / "ev")]  # fmt: skip
     t0 = time.monotonic()
     assert main(argv) == 0
@@ -166,15 +166,15 @@ def test_resets_with_timeouts_run_at_once_not_one_after_another(tmp_path: Path) 
     """4 envs whose reset takes 1 s each, in-process with a step timeout: about 1 s, not 4."""
     import time
 
-    from xtree_gym.agents.generation import make_generator
-    from xtree_gym.agents.rollout import rollout
+    from xtree_gym.agents.model.generation import make_generator
+    from xtree_gym.agents.play.rollout import rollout
     from xtree_gym.agents.types import TaskSpec
 
     h = get_harness("react")
     gen = make_generator("scripted", responses=[h.format_response("win")], cycle=True)
     tasks = [TaskSpec(task="slow", seed=i) for i in range(4)]
     t0 = time.monotonic()
-    eps = rollout("xtree_gym.agents.testing:SlowResetEnv", tasks, gen, h, n=1, step_timeout=30.0)
+    eps = rollout("xtree_gym.agents.play.testing:SlowResetEnv", tasks, gen, h, n=1, step_timeout=30.0)
     took = time.monotonic() - t0
     assert [e.success for e in eps] == [True] * 4
     assert took < 3.0, took

@@ -21,7 +21,7 @@ SAMPLE = Path(str(files("xtree_gym") / "data/scienceworld_gold_sample.jsonl.gz")
 @pytest.fixture(scope="module")
 def rows_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """4 node rows of one ScienceWorld gold episode (tokenized by the trainer)."""
-    from xtree_gym.agents.sft_rows import build_rows, write_rows
+    from xtree_gym.agents.sft_offline.rows import build_rows, write_rows
     from xtree_gym.corpus import read_corpus
     from xtree_gym.mining import mine
 
@@ -71,7 +71,7 @@ def test_a_new_run_never_replaces_a_finished_one(rows_file: Path, tmp_path: Path
 
 
 def test_library_trainers_refuse_a_run_folder_too(rows_file: Path, tmp_path: Path) -> None:
-    from xtree_gym.agents.sft import SFTConfig, train_sft
+    from xtree_gym.agents.sft_offline.sft import SFTConfig, train_sft
     from xtree_gym.errors import ConfigError
 
     (tmp_path / "metrics.jsonl").write_text('{"step": 6}\n')
@@ -82,8 +82,8 @@ def test_library_trainers_refuse_a_run_folder_too(rows_file: Path, tmp_path: Pat
 
 
 def test_rotation_by_step_number_and_latest_names_an_existing_checkpoint(tmp_path: Path) -> None:
-    from xtree_gym.agents.checkpoint import LATEST_FILE, find_checkpoint, save_checkpoint
-    from xtree_gym.agents.models import tiny_random
+    from xtree_gym.agents.model.loading import tiny_random
+    from xtree_gym.agents.run.checkpoint import LATEST_FILE, find_checkpoint, save_checkpoint
 
     model, _ = tiny_random(0)
     for step in (999_998, 999_999):
@@ -129,8 +129,8 @@ def test_resume_checks_config_model_and_weights(rows_file: Path, tmp_path: Path,
 def test_resume_into_a_model_of_another_shape_is_one_error(tmp_path: Path) -> None:
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    from xtree_gym.agents.checkpoint import load_model_weights, save_checkpoint
-    from xtree_gym.agents.models import tiny_random
+    from xtree_gym.agents.model.loading import tiny_random
+    from xtree_gym.agents.run.checkpoint import load_model_weights, save_checkpoint
     from xtree_gym.errors import ConfigError
 
     model, _ = tiny_random(0)
@@ -141,7 +141,7 @@ def test_resume_into_a_model_of_another_shape_is_one_error(tmp_path: Path) -> No
 
 
 def test_corrupt_model_folder_is_one_error(tmp_path: Path, capsys, rows_file: Path) -> None:
-    from xtree_gym.agents.models import tiny_random
+    from xtree_gym.agents.model.loading import tiny_random
 
     model, tok = tiny_random(0)
     folder = tmp_path / "m"
@@ -193,7 +193,7 @@ def test_wrong_typed_yaml_fields_are_one_error(
 
 
 def test_sft_config_checks_types_in_the_library_too() -> None:
-    from xtree_gym.agents.sft import SFTConfig
+    from xtree_gym.agents.sft_offline.sft import SFTConfig
     from xtree_gym.errors import ConfigError
 
     with pytest.raises(ConfigError, match="lr = nan"):

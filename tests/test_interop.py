@@ -255,7 +255,7 @@ def test_tinker_group_rewards_add_the_bonus(tree):
     from tinker_cookbook.rl.rollouts import do_group_rollout
 
     from xtree_gym.adapters.tinker_env import XTreeGroupBuilder
-    from xtree_gym.agents.models import tiny_tokenizer
+    from xtree_gym.agents.model.loading import tiny_tokenizer
 
     tok = tiny_tokenizer()
     seed, sol, _ = _first_node_plan(tree)
@@ -305,7 +305,7 @@ def test_trl_grpo_trainer_logs_our_reward(tree, tmp_path):
     from datasets import Dataset
 
     from xtree_gym.adapters.trl_env import replay_outcome
-    from xtree_gym.agents.models import tiny_random
+    from xtree_gym.agents.model.loading import tiny_random
     from xtree_gym.rewards import XTreeRewardFunction
 
     model, tok = tiny_random(seed=0)
@@ -362,7 +362,7 @@ def test_trl_environment_factory_in_grpo_trainer(tree, tmp_path):
     from trl.chat_template_utils import qwen2_5_chat_template
 
     from xtree_gym.adapters.trl_env import XTreeTRLEnv, make_env_bonus_reward
-    from xtree_gym.agents.models import tiny_random
+    from xtree_gym.agents.model.loading import tiny_random
 
     assert Version(transformers.__version__) >= Version("5.2.0"), (
         "environment_factory needs transformers>=5.2"

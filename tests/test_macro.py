@@ -111,9 +111,9 @@ def test_bad_budget_is_one_clear_error():
 
 def test_node_harness_rollout_follows_the_protocol():
     """The rollout's macro turns (``--harness node``): refused action shown next turn, joined actions, budget 30."""
-    from xtree_gym.agents.generation import ScriptedGenerator
     from xtree_gym.agents.harness import get_harness
-    from xtree_gym.agents.rollout import rollout
+    from xtree_gym.agents.model.generation import ScriptedGenerator
+    from xtree_gym.agents.play.rollout import rollout
     from xtree_gym.agents.types import TaskSpec
 
     h = get_harness("node")

@@ -22,7 +22,7 @@ from experiments.minigrid_claim.train import (
     train_run,
     update,
 )
-from xtree_gym.agents.advantages import grouped_advantages
+from xtree_gym.agents.grpo.advantages import grouped_advantages
 from xtree_gym.errors import ConfigError
 
 SPEC = RunSpec("xtree", 2, 0, "MiniGrid-DoorKey-5x5-v0", 30, 4, 2, 1e-2, 1, 16, 0.75, 0.4, 4)

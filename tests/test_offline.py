@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from xtree_gym.agents.harness.replay import ReplayHarness
-from xtree_gym.agents.offline import (
+from xtree_gym.agents.sft_offline.offline import (
     INSTANCE_SETS,
     OfflineConfig,
     build_instances,
@@ -90,7 +90,7 @@ def test_help_shows_the_docs_of_inherited_fields(capsys):
     """``xtree train offline --help``: fields from GRPOConfig keep their text; overridden ones show OfflineConfig's."""
     import dataclasses as dc
 
-    from xtree_gym.agents.config import GRPOConfig, field_docs
+    from xtree_gym.agents.grpo.config import GRPOConfig, field_docs
     from xtree_gym.cli import main
 
     docs = field_docs(OfflineConfig)
@@ -166,8 +166,8 @@ def _small(sw, tmp_path, **kw):
 def test_trainer_rewards_are_eq2_and_reach_the_update(sw, tmp_path):
     import torch
 
-    from xtree_gym.agents.generation import ScriptedGenerator
-    from xtree_gym.agents.offline_trainer import OfflineTrainer
+    from xtree_gym.agents.model.generation import ScriptedGenerator
+    from xtree_gym.agents.sft_offline.offline_trainer import OfflineTrainer
 
     trainer = OfflineTrainer(_small(sw, tmp_path, steps=1))
     tasks = trainer.sample_tasks(1)

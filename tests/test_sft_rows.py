@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from xtree_gym.agents.harness.base import Harness, HarnessState, register_harness
-from xtree_gym.agents.sft_rows import (
+from xtree_gym.agents.sft_offline.rows import (
     build_rows,
     read_rows,
     span_segments,
@@ -211,7 +211,7 @@ def _long_traj(n: int) -> Trajectory:
 
 
 def test_rows_stream_and_equal_the_list(tree):
-    from xtree_gym.agents.sft_rows import iter_rows
+    from xtree_gym.agents.sft_offline.rows import iter_rows
 
     it = iter_rows([_traj(i) for i in range(3)], "node", tree=tree, harness="line-test")
     assert iter(it) is it  # a generator, not a list: rows are built as they are written
@@ -225,7 +225,7 @@ def test_rows_stream_and_equal_the_list(tree):
 def test_history_cap_bounds_every_prompt():
     """A 3000-step trajectory: the last prompt lists at most ``history_cap`` steps, so it is as long as
     the prompt at step 100 (without the cap it would list 2999 actions)."""
-    from xtree_gym.agents.sft_rows import iter_rows, load_harness
+    from xtree_gym.agents.sft_offline.rows import iter_rows, load_harness
 
     rows = list(iter_rows([_long_traj(3000)], "standard", harness=load_harness("rlvmr", history_cap=50)))
     last, early = rows[-1].messages[0]["content"], rows[100].messages[0]["content"]

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from xtree_gym.agents.sft import SFTConfig, train_sft, warm_start_rows
-from xtree_gym.agents.sft_rows import build_rows, read_rows, write_rows
+from xtree_gym.agents.sft_offline.rows import build_rows, read_rows, write_rows
+from xtree_gym.agents.sft_offline.sft import SFTConfig, train_sft, warm_start_rows
 from xtree_gym.errors import ConfigError
 
 SAMPLE = Path(str(files("xtree_gym") / "data/scienceworld_gold_sample.jsonl.gz"))
@@ -51,8 +51,8 @@ def test_tiny_random_sft_lowers_the_target_loss(rows_file, tmp_path):
 def test_resume_equals_the_uninterrupted_run(rows_file, tmp_path):
     import torch
 
-    from xtree_gym.agents.checkpoint import find_checkpoint, load_model_weights
-    from xtree_gym.agents.models import load_model
+    from xtree_gym.agents.model.loading import load_model
+    from xtree_gym.agents.run.checkpoint import find_checkpoint, load_model_weights
 
     train_sft(_cfg(rows_file, tmp_path / "full", epochs=2))
     train_sft(_cfg(rows_file, tmp_path / "half", epochs=1))
@@ -90,8 +90,8 @@ def test_rows_tokenized_for_another_model_are_one_error_not_an_index_error(rows_
     whose ids fit but come from another tokenizer are refused before any training, naming the fix."""
     from dataclasses import replace
 
-    from xtree_gym.agents.models import load_tokenizer
-    from xtree_gym.agents.sft_rows import tokenize_row
+    from xtree_gym.agents.model.loading import load_tokenizer
+    from xtree_gym.agents.sft_offline.rows import tokenize_row
 
     tok = load_tokenizer("tiny-random")
     rows = [tokenize_row(r, tok) for r in read_rows(rows_file)]

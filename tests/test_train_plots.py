@@ -53,7 +53,7 @@ def test_plots_have_integer_steps_plain_numbers_and_say_when_shaping_is_off(
     pytest.importorskip("matplotlib")
     from matplotlib.ticker import MaxNLocator
 
-    from xtree_gym.agents import plots
+    from xtree_gym.agents.run import plots
 
     figures = []
     monkeypatch.setattr(plots, "save_png", lambda fig, path, **kw: figures.append(fig))

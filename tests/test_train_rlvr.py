@@ -22,7 +22,7 @@ torch = pytest.importorskip("torch")
 from safetensors.torch import load_file  # noqa: E402
 
 from xtree_gym import MinerConfig, Step, Trajectory, mine  # noqa: E402
-from xtree_gym.agents.metrics import RLVR_KEYS, read_metrics  # noqa: E402
+from xtree_gym.agents.run.metrics import RLVR_KEYS, read_metrics  # noqa: E402
 from xtree_gym.cli import main  # noqa: E402
 from xtree_gym.corpus import write_corpus  # noqa: E402
 
@@ -63,7 +63,7 @@ def _run_and_resume(tmp_path: Path, args: list[str]) -> tuple[list[dict], list[d
         assert m["tokens"] > 0 and m["seconds"] > 0
     # the reward reached the loss and the weights moved, at each step
     w1, w2 = _weights(run / "checkpoint-000001"), _weights(run / "checkpoint-000002")
-    from xtree_gym.agents.models import load_model
+    from xtree_gym.agents.model.loading import load_model
 
     init = dict(load_model("tiny-random", seed=0)[0].state_dict())
     assert any(not torch.equal(init[k], w1[k]) for k in w1)

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from xtree_gym.agents.config import GRPOConfig
+from xtree_gym.agents.grpo.config import GRPOConfig
+from xtree_gym.agents.grpo.shaping import outcome_of, plain_rewards, xtree_rewards
 from xtree_gym.agents.harness import get_harness
 from xtree_gym.agents.harness.registry import DEFAULT_HARNESS
-from xtree_gym.agents.rollout import env_domain
-from xtree_gym.agents.shaping import outcome_of, plain_rewards, xtree_rewards
-from xtree_gym.agents.tracking import Trackers, installed, resolve_trackers
+from xtree_gym.agents.play.rollout import env_domain
+from xtree_gym.agents.run.tracking import Trackers, installed, resolve_trackers
 from xtree_gym.agents.types import Episode
 from xtree_gym.envs import ENV_SPECS
 from xtree_gym.errors import ConfigError, DependencyError
@@ -36,7 +36,7 @@ def test_an_env_without_a_harness_is_one_error_naming_the_flag() -> None:
 
 def test_countdown_harness_round_trips_the_oracle_action() -> None:
     pytest.importorskip("gymnasium")
-    from xtree_gym.agents.oracle import oracle_action
+    from xtree_gym.agents.model.oracle import oracle_action
     from xtree_gym.envs.countdown import CountdownEnv
 
     env, h = CountdownEnv(), get_harness("countdown")
@@ -55,7 +55,7 @@ def test_countdown_harness_round_trips_the_oracle_action() -> None:
 def _train(tmp_path: Path, *extra: str) -> list[dict]:
     pytest.importorskip("accelerate")
     pytest.importorskip("transformers")
-    from xtree_gym.agents.metrics import read_metrics
+    from xtree_gym.agents.run.metrics import read_metrics
     from xtree_gym.cli import main
 
     args = ["train", "rlvr", "--env", "XTree-Countdown-v0", "--model", "tiny-random", "--tasks-per-step", "2"]
@@ -70,7 +70,7 @@ def test_countdown_trains_with_its_own_harness(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
     from safetensors.torch import load_file
 
-    from xtree_gym.agents.models import load_model
+    from xtree_gym.agents.model.loading import load_model
 
     lines = _train(
         tmp_path, "--steps", "1", "--oracle-mix", "0.5", "--max-steps", "3", "--report-to", "tensorboard"
@@ -155,7 +155,7 @@ def test_scienceworld_outcome_is_rlvmr_won10_by_default() -> None:
 
 def test_opsd_expected_gradient_zero_for_eq4_at_beta0_and_reverse_kl_for_rkl() -> None:
     torch = pytest.importorskip("torch")
-    from xtree_gym.agents.losses import opsd_term
+    from xtree_gym.agents.grpo.losses import opsd_term
 
     theta = torch.tensor([0.3, -0.2, 0.5, 0.0], requires_grad=True)  # one-token policy over 4 tokens
     teacher = torch.log_softmax(torch.tensor([1.0, 0.0, -1.0, 0.5]), -1)
@@ -181,9 +181,9 @@ def test_opsd_expected_gradient_zero_for_eq4_at_beta0_and_reverse_kl_for_rkl() -
 
 
 def test_webshop_opsd_recipe_distils_and_a_zero_gradient_config_warns(tmp_path: Path) -> None:
-    from xtree_gym.agents.config import config_from_mapping, load_config_file
-    from xtree_gym.agents.losses import opsd_zero_gradient
-    from xtree_gym.agents.train_cli import recipes
+    from xtree_gym.agents.grpo.cli import recipes
+    from xtree_gym.agents.grpo.config import config_from_mapping, load_config_file
+    from xtree_gym.agents.grpo.losses import opsd_zero_gradient
 
     data = {**load_config_file(recipes()["webshop-opsd-gpu"]), "tree": "t.json"}
     cfg = config_from_mapping(GRPOConfig, data)
@@ -192,7 +192,7 @@ def test_webshop_opsd_recipe_distils_and_a_zero_gradient_config_warns(tmp_path: 
     assert "exactly 0" in (opsd_zero_gradient(grad="eq4", beta=0.0, c=0.01) or "")
     pytest.importorskip("accelerate")
     pytest.importorskip("transformers")
-    from xtree_gym.agents.trainer import GRPOTrainer
+    from xtree_gym.agents.grpo.trainer import GRPOTrainer
 
     bad = GRPOConfig(env="scienceworld", opsd="empty", opsd_beta=0.0, opsd_grad="eq4", output_dir=str(tmp_path),
                      progress=False, tensorboard=False, kl_coef=0.0)  # fmt: skip

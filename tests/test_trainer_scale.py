@@ -17,12 +17,12 @@ pytest.importorskip("accelerate")
 pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 
-from xtree_gym.agents import trainer as trainer_mod  # noqa: E402
-from xtree_gym.agents.config import GRPOConfig  # noqa: E402
-from xtree_gym.agents.policy import full_sequence_logps, sequence_logps  # noqa: E402
-from xtree_gym.agents.rows import Row, collate  # noqa: E402
-from xtree_gym.agents.shaping import plain_rewards  # noqa: E402
-from xtree_gym.agents.trainer import GRPOTrainer  # noqa: E402
+from xtree_gym.agents.grpo import trainer as trainer_mod  # noqa: E402
+from xtree_gym.agents.grpo.config import GRPOConfig  # noqa: E402
+from xtree_gym.agents.grpo.policy import full_sequence_logps, sequence_logps  # noqa: E402
+from xtree_gym.agents.grpo.rows import Row, collate  # noqa: E402
+from xtree_gym.agents.grpo.shaping import plain_rewards  # noqa: E402
+from xtree_gym.agents.grpo.trainer import GRPOTrainer  # noqa: E402
 from xtree_gym.errors import ConfigError  # noqa: E402
 
 SCRIPT = Path(__file__).parent / "scripts" / "grpo_dist_step.py"
@@ -64,7 +64,7 @@ def _step_grads(tr: GRPOTrainer, rows: list[Row]) -> tuple[dict[str, float], dic
 
 # -- item 1: models -----------------------------------------------------------------------------------
 def test_saved_folder_trains_by_path_with_no_env_and_no_hub(tmp_path: Path, monkeypatch) -> None:
-    from xtree_gym.agents.models import tiny_random
+    from xtree_gym.agents.model.loading import tiny_random
 
     model, tok = tiny_random(seed=3)
     folder = tmp_path / "my-model"
@@ -94,7 +94,7 @@ def test_saved_folder_trains_by_path_with_no_env_and_no_hub(tmp_path: Path, monk
 
 
 def test_hub_id_offline_is_one_clear_error(tmp_path: Path) -> None:
-    code = "from xtree_gym.agents.models import load_model\nload_model('nobody-xyz/no-such-model')"
+    code = "from xtree_gym.agents.model.loading import load_model\nload_model('nobody-xyz/no-such-model')"
     env = {
         **os.environ,
         "HF_HUB_OFFLINE": "1",
@@ -108,7 +108,7 @@ def test_hub_id_offline_is_one_clear_error(tmp_path: Path) -> None:
 
 
 def test_attn_and_dtype_options(tmp_path: Path) -> None:
-    from xtree_gym.agents.models import load_model
+    from xtree_gym.agents.model.loading import load_model
 
     model, _ = load_model("tiny-random", attn="eager")
     assert model.config._attn_implementation == "eager"
@@ -144,7 +144,7 @@ def test_completion_only_logits_match_the_full_logit_path(tmp_path: Path, monkey
 
 
 def test_completion_logits_are_formed_on_trained_positions_only() -> None:
-    from xtree_gym.agents.models import tiny_random
+    from xtree_gym.agents.model.loading import tiny_random
 
     model, tok = tiny_random()
     rows = [Row(list(range(5, 205)), [False] * 190 + [True] * 10, [0.0] * 200)]
@@ -161,8 +161,8 @@ def test_completion_logits_are_formed_on_trained_positions_only() -> None:
 # -- item 4: LoRA and gradient checkpointing -------------------------------------------------------------
 def test_lora_trains_adapters_only_and_round_trips(tmp_path: Path) -> None:
     pytest.importorskip("peft")
-    from xtree_gym.agents.lora import AdapterFreeReference
-    from xtree_gym.agents.models import tiny_random
+    from xtree_gym.agents.model.loading import tiny_random
+    from xtree_gym.agents.model.lora import AdapterFreeReference
 
     tr = GRPOTrainer(_cfg(tmp_path / "run", lora_r=4, lora_alpha=8, kl_coef=0.05))
     assert isinstance(tr.ref, AdapterFreeReference)  # no second copy of the weights
@@ -219,9 +219,13 @@ def test_gradient_checkpointing_gives_the_same_gradient(tmp_path: Path) -> None:
 # -- item 5: the checkpoint path of sharded runs -----------------------------------------------------------
 def test_full_state_dict_checkpoint_path_round_trips(tmp_path: Path) -> None:
     """The gathered-state path FSDP takes (parameter-name keys), run here on an unsharded model."""
-    from xtree_gym.agents import checkpoint as ckpt
-    from xtree_gym.agents.models import tiny_random
-    from xtree_gym.agents.scaleout import FullOptimizerState, load_full_model_state, load_full_optimizer_state
+    from xtree_gym.agents.model.loading import tiny_random
+    from xtree_gym.agents.run import checkpoint as ckpt
+    from xtree_gym.agents.run.scaleout import (
+        FullOptimizerState,
+        load_full_model_state,
+        load_full_optimizer_state,
+    )
 
     model, _ = tiny_random(seed=1)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
@@ -269,7 +273,7 @@ def test_fsdp2_on_cpu_one_vs_two_processes(tmp_path: Path) -> None:
     """torch's FSDP2 over gloo (Accelerate starts FSDP on GPUs only): head hook, step and gathered checkpoint."""
     from safetensors.torch import load_file
 
-    from xtree_gym.agents.models import tiny_random
+    from xtree_gym.agents.model.loading import tiny_random
 
     launcher = Path(sys.executable).with_name("torchrun")
     if not launcher.exists():

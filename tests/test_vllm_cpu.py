@@ -35,8 +35,8 @@ ENGINE = {"dtype": "float32", "enforce_eager": True, "max_model_len": 4096}
 
 @pytest.fixture(scope="module")
 def trainer(tmp_path_factory):
-    from xtree_gym.agents.config import GRPOConfig
-    from xtree_gym.agents.trainer import GRPOTrainer
+    from xtree_gym.agents.grpo.config import GRPOConfig
+    from xtree_gym.agents.grpo.trainer import GRPOTrainer
 
     cfg = GRPOConfig(
         env="XTree-ScienceWorld-v0", harness="rlvmr", model="smollm2", dtype="float32", backend="vllm",
@@ -131,10 +131,10 @@ def test_server_mode_generates_and_refuses_a_weight_push(tmp_path):
     import time
     import urllib.request
 
-    from xtree_gym.agents.models import load_model, smollm2_folder
-    from xtree_gym.agents.trainer import push_weights_to_vllm
+    from xtree_gym.agents.grpo.trainer import push_weights_to_vllm
+    from xtree_gym.agents.model.loading import load_model, smollm2_folder
+    from xtree_gym.agents.model.vllm import VLLMGenerator
     from xtree_gym.agents.types import GenRequest
-    from xtree_gym.agents.vllm import VLLMGenerator
     from xtree_gym.errors import ConfigError
 
     folder = str(smollm2_folder())

@@ -25,9 +25,9 @@ _PLUGIN_MODULES = (
     "xtree_gym.demo",
     "xtree_gym.render.cli",
     "xtree_gym.reuserl.cli",
-    "xtree_gym.agents.cli",
-    "xtree_gym.agents.train_cli",
-    "xtree_gym.agents.sft_cli",
+    "xtree_gym.agents.play.cli",
+    "xtree_gym.agents.grpo.cli",
+    "xtree_gym.agents.sft_offline.rows_cli",
     "xtree_gym.corpus.cli",
 )
 

@@ -1,10 +1,10 @@
 """GRPO on MiniGrid with a small torch policy, using the LLM trainer's own pieces.
 
-Imported, not copied: the group advantage (:func:`xtree_gym.agents.advantages.grouped_advantages`),
+Imported, not copied: the group advantage (:func:`xtree_gym.agents.grpo.advantages.grouped_advantages`),
 Eq. 3 (:func:`xtree_gym.rewards.group_rewards`, whose λ_g is :func:`xtree_gym.rewards.lambda_g`),
 the per-episode bonus with the nesting rule (:class:`xtree_gym.wrappers.reward.XTreeBonus` in
 ``record`` mode, i.e. :func:`xtree_gym.rewards.sequence_bonus` streamed) and the clipped policy
-loss (:func:`xtree_gym.agents.losses.clipped_policy_loss`). One update: ``groups`` tasks (env
+loss (:func:`xtree_gym.agents.grpo.losses.clipped_policy_loss`). One update: ``groups`` tasks (env
 seeds) x ``n`` rollouts each, every rollout run to its end; rewards per group by Eq. 3;
 advantages per group; ``epochs`` passes of the clipped loss over the batch.
 """
@@ -20,8 +20,8 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from xtree_gym.agents.advantages import grouped_advantages
-from xtree_gym.agents.losses import clipped_policy_loss
+from xtree_gym.agents.grpo.advantages import grouped_advantages
+from xtree_gym.agents.grpo.losses import clipped_policy_loss
 from xtree_gym.corpus import Step, Trajectory
 from xtree_gym.mining.tree import XTree
 from xtree_gym.rewards import lambda_g, sequence_bonus

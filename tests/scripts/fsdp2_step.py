@@ -3,12 +3,12 @@
 Usage: ``torchrun --nproc_per_node N fsdp2_step.py OUT``. Accelerate starts FSDP on GPUs only, so this
 drives torch's FSDP2 directly through the pieces of the trainer that sharding touches:
 
-* completion-only logprobs (:func:`xtree_gym.agents.policy.sequence_logps`, the head hook) on the
+* completion-only logprobs (:func:`xtree_gym.agents.grpo.policy.sequence_logps`, the head hook) on the
   sharded model, against the full-logit path on an unsharded copy (``logp_max_diff``);
 * one step: clipped policy loss + k3 KL (reference = the unsharded initial weights), AdamW;
 * the checkpoint path of sharded runs: gathered weights and name-keyed optimizer state written by
-  rank 0 (:func:`xtree_gym.agents.checkpoint.save_checkpoint`), loaded into a fresh sharded model
-  (:mod:`xtree_gym.agents.scaleout`) and gathered again (``resume_equal``).
+  rank 0 (:func:`xtree_gym.agents.run.checkpoint.save_checkpoint`), loaded into a fresh sharded model
+  (:mod:`xtree_gym.agents.run.scaleout`) and gathered again (``resume_equal``).
 
 Rank 0 writes OUT/params.safetensors (the gathered weights after the step) and OUT/result.json.
 """
@@ -25,12 +25,12 @@ from safetensors.torch import save_file
 from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 from torch.distributed.fsdp import fully_shard
 
-from xtree_gym.agents import checkpoint as ckpt
-from xtree_gym.agents.losses import clipped_policy_loss, k3_kl, loss_weights
-from xtree_gym.agents.models import tiny_random
-from xtree_gym.agents.policy import frozen_copy, full_sequence_logps, sequence_logps
-from xtree_gym.agents.rows import Row, collate
-from xtree_gym.agents.scaleout import FullOptimizerState, load_full_model_state, load_full_optimizer_state
+from xtree_gym.agents.grpo.losses import clipped_policy_loss, k3_kl, loss_weights
+from xtree_gym.agents.grpo.policy import frozen_copy, full_sequence_logps, sequence_logps
+from xtree_gym.agents.grpo.rows import Row, collate
+from xtree_gym.agents.model.loading import tiny_random
+from xtree_gym.agents.run import checkpoint as ckpt
+from xtree_gym.agents.run.scaleout import FullOptimizerState, load_full_model_state, load_full_optimizer_state
 
 
 def rows() -> list[Row]:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from safetensors.torch import save_file
 
-from xtree_gym.agents.config import GRPOConfig
-from xtree_gym.agents.trainer import GRPOTrainer
+from xtree_gym.agents.grpo.config import GRPOConfig
+from xtree_gym.agents.grpo.trainer import GRPOTrainer
 from xtree_gym.agents.types import Episode, Turn
 
 TEXTS = [

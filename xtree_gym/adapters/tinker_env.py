@@ -8,7 +8,7 @@ decoded and parsed by the harness (or the last line of the reply).
 
 Example:
     >>> from xtree_gym.adapters.text_env import run_sync
-    >>> from xtree_gym.agents.models import tiny_tokenizer
+    >>> from xtree_gym.agents.model.loading import tiny_tokenizer
     >>> b = XTreeGroupBuilder("XTree-Countdown-v0", tokenizer=tiny_tokenizer(), seed=0, n=2)
     >>> envs = run_sync(b.make_envs())
     >>> ob, stop = run_sync(envs[0].initial_observation())

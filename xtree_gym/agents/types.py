@@ -83,7 +83,7 @@ class Generation:
 class Generator(Protocol):
     """Token ids in; completion ids, per-token logprobs and text out (batched).
 
-    Backends: ``scripted``, ``oracle``, ``hf``, ``vllm`` (see :mod:`xtree_gym.agents.generation`).
+    Backends: ``scripted``, ``oracle``, ``hf``, ``vllm`` (see :mod:`xtree_gym.agents.model.generation`).
     """
 
     name: str

