@@ -310,10 +310,14 @@ def install_route_guard(context: Any, policy: NavigationPolicy, blocked: list[st
 
 
 def guard_contexts(browser: Any, policy: NavigationPolicy, blocked: list[str] | None = None) -> None:
-    """Every context ``browser`` makes from now on gets :func:`install_route_guard` first."""
+    """Every context ``browser`` makes from now on blocks service workers (their fetches pass no
+    route) and gets :func:`install_route_guard` first; a per-context ``proxy`` (which would take the
+    context around the browser's filtering proxy) is dropped."""
     make_context = browser.new_context
 
     def new_context(*args: Any, **kwargs: Any) -> Any:
+        kwargs.pop("proxy", None)
+        kwargs["service_workers"] = "block"
         context = make_context(*args, **kwargs)
         install_route_guard(context, policy, blocked)
         return context

@@ -1,0 +1,110 @@
+"""Hardening III, the browser: no request of any kind leaves for an origin outside the allow-list.
+
+Real Chromium against real loopback servers (``tests/fixtures/browser_hostile.py``): the agent's
+allowed origin serves one hostile page per vector -- redirects (301/302/307/308) reached by
+navigation, iframe, fetch, XHR, ``<img>``, meta refresh, JS location, EventSource and popups;
+WebSocket; dedicated, shared and service workers; prefetch/preload -- and two forbidden services
+count every connection they accept. Each vector must leave both counts at zero and the secret out
+of every observation. One env (one task browser) serves the whole module.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+PAGES = (
+    "dedicated_worker", "eventsource_direct", "eventsource_redirect", "fetch_redirect", "fetch_redirect_307_post",
+    "iframe_redirect", "img_direct", "img_redirect", "js_location_redirect", "meta_refresh_direct",
+    "meta_refresh_redirect", "popup_direct", "popup_redirect", "prefetch", "service_worker", "shared_worker",
+    "websocket", "xhr_redirect",
+)  # fmt: skip
+"""The hostile pages of ``tests/fixtures/browser_hostile.py`` (``test_every_hostile_page_is_tried`` keeps the two equal)."""
+HOPS = ("goto_redirect",)  # the agent's own goto of a same-origin URL that redirects away
+
+
+def test_every_hostile_page_is_tried(hostile_vectors: tuple[str, ...]) -> None:
+    assert hostile_vectors == PAGES and len(PAGES) == 18
+
+
+@pytest.fixture(scope="module")
+def hostile_env(browser_chromium: str, hostile_site: str) -> Iterator[Any]:
+    from xtree_gym.envs.browser_launch import BrowserLaunchConfig
+    from xtree_gym.envs.browsergym import OpenURLEnv
+
+    env = OpenURLEnv(
+        f"{hostile_site}/start.html",
+        launch=BrowserLaunchConfig(executable_path=browser_chromium),
+        step_deadline_s=120.0,
+    )
+    try:
+        yield env
+    finally:
+        env.close()
+
+
+def _with_origins(env: Any, origins: tuple[str, ...]) -> Any:
+    """The shared env under ``allowed_origins=origins`` (a reset, which relaunches, only on a change)."""
+    if env.browser_env is None or env.allowed_origins != origins:
+        env.allowed_origins = origins
+        env.reset(seed=0)
+    for page in list(env.browser_env.context.pages)[1:]:  # popups of the previous vector
+        page.close()
+    return env
+
+
+def _attempt(env: Any, site: str, vector: str, finishing: tuple[str, ...]) -> str:
+    """Open the vector's page and step until it says FINISHED (or a fixed while): all text observed."""
+    url = f"{site}/r302" if vector == "goto_redirect" else f"{site}/v/{vector}.html"
+    text, *_, info = env.step(f"goto({url!r})")
+    seen = [text, str(info.get("action_error", ""))]
+    finishing = vector in finishing
+    deadline = time.monotonic() + (15.0 if finishing else 2.5)
+    while time.monotonic() < deadline and not (finishing and "FINISHED" in text):
+        time.sleep(0.25)
+        text, *_ = env.step("noop()")
+        seen.append(text)
+    if finishing:
+        assert "FINISHED" in text, f"{vector}: the page never finished its attempt:\n{text}"
+    return "\n".join(seen)
+
+
+@pytest.mark.parametrize("vector", HOPS + PAGES)
+def test_no_hop_reaches_a_forbidden_origin(hostile_env: Any, hostile_site: str, secret_servers: Any,
+                                           vector: str) -> None:  # fmt: skip
+    env = _with_origins(hostile_env, ())
+    before = secret_servers.reached()
+    text = _attempt(env, hostile_site, vector, secret_servers.finishing)
+    time.sleep(0.3)  # a request still on its way would be counted now
+    leaked = secret_servers.reached() - before
+    assert leaked == 0, f"{vector}: {leaked} connection(s) reached a forbidden server: {secret_servers.seen()}"
+    assert secret_servers.secret_text not in text, vector
+
+
+@pytest.mark.parametrize("vector", ["websocket", "fetch_redirect", "img_direct", "service_worker"])
+def test_star_still_keeps_loopback_out(hostile_env: Any, hostile_site: str, secret_servers: Any,
+                                       vector: str) -> None:  # fmt: skip
+    """``"*"`` is any *public* origin: the other loopback services stay out of reach."""
+    env = _with_origins(hostile_env, ("*",))
+    before = secret_servers.reached()
+    text = _attempt(env, hostile_site, vector, secret_servers.finishing)
+    time.sleep(0.3)
+    assert secret_servers.reached() - before == 0, (vector, secret_servers.seen())
+    assert secret_servers.secret_text not in text, vector
+
+
+def test_a_listed_origin_is_reached_through_every_hop(hostile_env: Any, hostile_site: str,
+                                                      secret_servers: Any) -> None:  # fmt: skip
+    """The proxy is a filter, not a wall: list the secret service and the WebSocket one, and the same
+    pages get through (so the zero counts above are the allow-list's doing)."""
+    ws_origin = secret_servers.websocket.replace("ws://", "http://")
+    env = _with_origins(hostile_env, (secret_servers.secret, ws_origin))
+    for vector in ("fetch_redirect", "websocket", "goto_redirect"):
+        before = secret_servers.reached()
+        text = _attempt(env, hostile_site, vector, secret_servers.finishing)
+        assert secret_servers.secret_text in text and secret_servers.reached() > before, vector
