@@ -118,6 +118,12 @@ class BrowserLaunchConfig:
             )
 
 
+_PROXY_FLAGS = frozenset(
+    {"--no-proxy-server", "--proxy-pac-url", "--proxy-auto-detect", "--force-webrtc-ip-handling-policy"}
+)
+"""Flags that would take requests around the forced proxy; dropped whenever forced flags are given."""
+
+
 def _merge_launch_kwargs(
     config: BrowserLaunchConfig, kwargs: dict[str, Any], forced: Sequence[str] = ()
 ) -> dict[str, Any]:
@@ -140,7 +146,7 @@ def _merge_launch_kwargs(
     args += [a for a in config.launch_args() if a not in args]
     if forced:
         merged.pop("proxy", None)
-        names = {f.split("=", 1)[0] for f in forced} | {"--no-proxy-server", "--proxy-pac-url", "--proxy-auto-detect"}
+        names = {f.split("=", 1)[0] for f in forced} | _PROXY_FLAGS
         args = [a for a in args if a.split("=", 1)[0] not in names] + list(forced)
     merged["args"] = args
     return merged

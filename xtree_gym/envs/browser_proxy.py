@@ -219,14 +219,27 @@ class FilteringProxy:
         self._thread.start()
 
     def launch_args(self) -> list[str]:
-        """Chromium flags that send every request of the browser, loopback included, through the proxy."""
-        return [f"--proxy-server=http://127.0.0.1:{self.port}", "--proxy-bypass-list=<-loopback>"]
+        """Chromium flags that send every request of the browser, loopback included, through the proxy.
+
+        Besides the proxy itself: WebRTC may use no UDP that does not pass the proxy (its STUN and TURN
+        packets would reach any address), and Chromium resolves no name itself (the proxy does), so
+        nothing that might go around the proxy can even look a host up.
+        """
+        return [
+            f"--proxy-server=http://127.0.0.1:{self.port}",
+            "--proxy-bypass-list=<-loopback>",
+            "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+            "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+        ]
 
     def close(self) -> None:
         """Stop listening and cut every open connection (idempotent, never raises)."""
         self._closed = True
+        with contextlib.suppress(OSError):  # wakes the accept() of the serving thread (Linux)
+            self._listener.shutdown(socket.SHUT_RDWR)
         with contextlib.suppress(OSError):
             self._listener.close()
+        self._thread.join(timeout=5)
         with self._lock:
             socks, self._open = list(self._open), set()
         for s in socks:
@@ -241,7 +254,9 @@ class FilteringProxy:
                 client, _ = self._listener.accept()
             except OSError:
                 return
-            threading.Thread(target=self._handle, args=(client,), name="xtree-proxy-conn", daemon=True).start()
+            threading.Thread(
+                target=self._handle, args=(client,), name="xtree-proxy-conn", daemon=True
+            ).start()
 
     def _track(self, s: socket.socket) -> None:
         with self._lock:
@@ -267,7 +282,8 @@ class FilteringProxy:
         with contextlib.suppress(OSError):
             client.sendall(
                 b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nConnection: close\r\n"
-                + b"Content-Length: %d\r\n\r\n" % len(body) + body
+                + b"Content-Length: %d\r\n\r\n" % len(body)
+                + body
             )
 
     def _open_upstream(self, addresses: list[Address]) -> socket.socket | None:
@@ -292,7 +308,7 @@ class FilteringProxy:
             if got is None:
                 return
             head, rest = got
-            method, target, version = (head.split(b"\r\n", 1)[0].split(b" ") + [b"", b""])[:3]
+            method, target, version = ([*head.split(b"\r\n", 1)[0].split(b" "), b"", b""])[:3]
             text = target.decode("latin-1")
             tunnel = method.upper() == b"CONNECT"
             if tunnel:
