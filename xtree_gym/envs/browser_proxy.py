@@ -114,7 +114,7 @@ def admitted_addresses(
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError, ValueError):
         return None
-    addresses = [(family, sockaddr) for family, _, _, _, sockaddr in infos]
+    addresses: list[Address] = [(int(family), sockaddr) for family, _, _, _, sockaddr in infos]
     if listed or policy.allow_private:
         return addresses or None
     if not addresses or not all(is_public_address(str(sockaddr[0])) for _, sockaddr in addresses):
