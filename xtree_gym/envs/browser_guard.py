@@ -12,10 +12,12 @@
   Loopback, link-local (``169.254/16``, the cloud metadata address), private and other
   non-public addresses are refused unless their origin is listed by name or ``allow_private``
   is set. Everything else -- ``file:///etc/passwd``, ``view-source:``, ``chrome://`` -- is refused.
-  The env checks ``goto`` before running it (an invalid action), aborts every other request
-  of the task browser's context that leaves the policy (from its creation on, before the task
-  opens its first page: links, redirects, new tabs, frames, ``fetch``), and sends a page that
-  still ended up outside back to ``about:blank``.
+  The env checks ``goto`` before running it (an invalid action), aborts the first hop of every
+  other request of the task browser's context that leaves the policy (from its creation on,
+  before the task opens its first page: links, new tabs, frames, ``fetch``), blocks service
+  workers, and sends a page that still ended up outside back to ``about:blank``. What a route
+  cannot see -- a redirect's next hop, WebSockets, shared workers' fetches -- the browser's
+  filtering proxy (:mod:`xtree_gym.envs.browser_proxy`) judges by the same policy.
 * **Faults**: :func:`is_missing_browser` tells Playwright's "Executable doesn't exist" apart
   from a crash, so a missing Chromium is one clear error and a dead one a truncated episode.
 """

@@ -15,9 +15,11 @@ plus an ``"axtree_txt"`` key.
 
 The env is a sandbox and survives its browser (see :mod:`xtree_gym.envs.browser_guard`): only
 the functions of :data:`~xtree_gym.envs.browser_guard.ACTION_NAMES` run (``env.action_set``
-describes them), pages come only from http(s), ``about:blank`` and the task's own folder, a
-browser that dies mid-episode ends it as truncated with ``info["fault"]`` (the next ``reset``
-relaunches), ``close`` never raises, and a missing Chromium is one :class:`DependencyError`.
+describes them), pages and every request they make (each redirect hop, WebSocket and worker
+included: a filtering proxy, :mod:`xtree_gym.envs.browser_proxy`) reach only the allowed http(s)
+origins, ``about:blank`` and the task's own folder, a browser that dies mid-episode ends it as
+truncated with ``info["fault"]`` (the next ``reset`` relaunches), ``close`` never raises, and a
+missing Chromium is one :class:`DependencyError`.
 Stepping after ``terminated`` raises :class:`EnvConfigError` (the reward is never paid twice).
 
 Nothing here imports BrowserGym at module import: it is imported when an env is built, and
