@@ -3,9 +3,11 @@
 Real Chromium against real loopback servers (``tests/fixtures/browser_hostile.py``): the agent's
 allowed origin serves one hostile page per vector -- redirects (301/302/307/308) reached by
 navigation, iframe, fetch, XHR, ``<img>``, meta refresh, JS location, EventSource and popups;
-WebSocket; dedicated, shared and service workers; prefetch/preload -- and two forbidden services
-count every connection they accept. Each vector must leave both counts at zero and the secret out
-of every observation. One env (one task browser) serves the whole module.
+the same straight to the forbidden origin; WebSocket; WebRTC (STUN/TURN over UDP); dedicated, shared
+and service workers; prefetch/preload -- and the forbidden services (a secret http server, a
+WebSocket server, a UDP port) count every connection or datagram they accept. Each vector must leave
+the counts at zero and the secret out of every observation. One env serves the whole module. On the
+code before the filtering proxy, 18 of the 20 vectors reached a forbidden server.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ def _with_origins(env: Any, origins: tuple[str, ...]) -> Any:
         env.reset(seed=0)
     for page in list(env.browser_env.context.pages)[1:]:  # popups of the previous vector
         page.close()
+    env.browser_env._active_page_check()  # BrowserGym's own: the first tab, if the active one was closed
     return env
 
 
