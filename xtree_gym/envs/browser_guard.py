@@ -12,10 +12,12 @@
   Loopback, link-local (``169.254/16``, the cloud metadata address), private and other
   non-public addresses are refused unless their origin is listed by name or ``allow_private``
   is set. Everything else -- ``file:///etc/passwd``, ``view-source:``, ``chrome://`` -- is refused.
-  The env checks ``goto`` before running it (an invalid action), aborts every other request
-  of the task browser's context that leaves the policy (from its creation on, before the task
-  opens its first page: links, redirects, new tabs, frames, ``fetch``), and sends a page that
-  still ended up outside back to ``about:blank``.
+  The env checks ``goto`` before running it (an invalid action), aborts the first hop of every
+  other request of the task browser's context that leaves the policy (from its creation on,
+  before the task opens its first page: links, new tabs, frames, ``fetch``), blocks service
+  workers, and sends a page that still ended up outside back to ``about:blank``. What a route
+  cannot see -- a redirect's next hop, WebSockets, shared workers' fetches -- the browser's
+  filtering proxy (:mod:`xtree_gym.envs.browser_proxy`) judges by the same policy.
 * **Faults**: :func:`is_missing_browser` tells Playwright's "Executable doesn't exist" apart
   from a crash, so a missing Chromium is one clear error and a dead one a truncated episode.
 """
@@ -310,10 +312,14 @@ def install_route_guard(context: Any, policy: NavigationPolicy, blocked: list[st
 
 
 def guard_contexts(browser: Any, policy: NavigationPolicy, blocked: list[str] | None = None) -> None:
-    """Every context ``browser`` makes from now on gets :func:`install_route_guard` first."""
+    """Every context ``browser`` makes from now on blocks service workers (their fetches pass no
+    route) and gets :func:`install_route_guard` first; a per-context ``proxy`` (which would take the
+    context around the browser's filtering proxy) is dropped."""
     make_context = browser.new_context
 
     def new_context(*args: Any, **kwargs: Any) -> Any:
+        kwargs.pop("proxy", None)
+        kwargs["service_workers"] = "block"
         context = make_context(*args, **kwargs)
         install_route_guard(context, policy, blocked)
         return context

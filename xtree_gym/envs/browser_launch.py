@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -118,14 +118,37 @@ class BrowserLaunchConfig:
             )
 
 
-def _merge_launch_kwargs(config: BrowserLaunchConfig, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Our settings merged into the keyword arguments of one ``chromium.launch`` call."""
+_PROXY_FLAGS = frozenset(
+    {"--no-proxy-server", "--proxy-pac-url", "--proxy-auto-detect", "--force-webrtc-ip-handling-policy"}
+)
+"""Flags that would take requests around the forced proxy; dropped whenever forced flags are given."""
+
+
+def _merge_launch_kwargs(
+    config: BrowserLaunchConfig, kwargs: dict[str, Any], forced: Sequence[str] = ()
+) -> dict[str, Any]:
+    """Our settings merged into the keyword arguments of one ``chromium.launch`` call.
+
+    ``forced`` flags come last and replace any flag of the same name (and Playwright's ``proxy``
+    option): the proxy flags of the allow-list cannot be overridden by the caller.
+
+    Example:
+        >>> cfg = BrowserLaunchConfig(executable_path=None, no_sandbox=False, extra_args=())
+        >>> _merge_launch_kwargs(cfg, {"args": ["--proxy-server=x", "--a"], "proxy": {"server": "y"}},
+        ...                      ["--proxy-server=http://127.0.0.1:1"])["args"]
+        ['--a', '--proxy-server=http://127.0.0.1:1']
+    """
     merged = dict(kwargs)
     if config.executable_path is not None:
         merged["executable_path"] = config.executable_path
     merged["headless"] = config.headless
     args = list(merged.get("args") or [])
-    merged["args"] = args + [a for a in config.launch_args() if a not in args]
+    args += [a for a in config.launch_args() if a not in args]
+    if forced:
+        merged.pop("proxy", None)
+        names = {f.split("=", 1)[0] for f in forced} | _PROXY_FLAGS
+        args = [a for a in args if a.split("=", 1)[0] not in names] + list(forced)
+    merged["args"] = args
     return merged
 
 
@@ -134,6 +157,7 @@ def patched_chromium_launch(
     config: BrowserLaunchConfig,
     playwright: Any = None,
     on_first_browser: Callable[[Any], None] | None = None,
+    forced_args: Sequence[str] = (),
 ) -> Iterator[None]:
     """Within the block, every ``chromium.launch`` of BrowserGym's Playwright uses ``config``.
 
@@ -141,7 +165,8 @@ def patched_chromium_launch(
     is an attribute on that one ``BrowserType`` object, removed on exit, so nesting is harmless
     and no other Playwright instance is affected. ``on_first_browser`` is called with the first
     browser launched in the block (``BrowserEnv.reset`` launches the task's browser before the
-    chat's), before the task opens any page in it.
+    chat's), before the task opens any page in it. ``forced_args`` (the allow-list's proxy flags)
+    are added to every launch and win over any other flag of the same name.
     """
     if playwright is None:
         from browsergym.core import _get_global_playwright
@@ -155,7 +180,7 @@ def patched_chromium_launch(
     launched: list[Any] = []
 
     def launch(**kwargs: Any) -> Any:
-        browser = original(**_merge_launch_kwargs(config, kwargs))
+        browser = original(**_merge_launch_kwargs(config, kwargs, forced_args))
         if not launched and on_first_browser is not None:
             on_first_browser(browser)
         launched.append(browser)

@@ -15,9 +15,11 @@ plus an ``"axtree_txt"`` key.
 
 The env is a sandbox and survives its browser (see :mod:`xtree_gym.envs.browser_guard`): only
 the functions of :data:`~xtree_gym.envs.browser_guard.ACTION_NAMES` run (``env.action_set``
-describes them), pages come only from http(s), ``about:blank`` and the task's own folder, a
-browser that dies mid-episode ends it as truncated with ``info["fault"]`` (the next ``reset``
-relaunches), ``close`` never raises, and a missing Chromium is one :class:`DependencyError`.
+describes them), pages and every request they make (each redirect hop, WebSocket and worker
+included: a filtering proxy, :mod:`xtree_gym.envs.browser_proxy`) reach only the allowed http(s)
+origins, ``about:blank`` and the task's own folder, a browser that dies mid-episode ends it as
+truncated with ``info["fault"]`` (the next ``reset`` relaunches), ``close`` never raises, and a
+missing Chromium is one :class:`DependencyError`.
 Stepping after ``terminated`` raises :class:`EnvConfigError` (the reward is never paid twice).
 
 Nothing here imports BrowserGym at module import: it is imported when an env is built, and
@@ -58,6 +60,7 @@ from .browser_guard import (
     parse_browsergym_calls,
 )
 from .browser_launch import CHROMIUM_ENV_VAR, BrowserLaunchConfig, patched_chromium_launch
+from .browser_proxy import FilteringProxy
 
 try:
     import gymnasium as gym
@@ -194,6 +197,7 @@ class _BrowserGymEnv(_EnvBase):  # type: ignore[misc]
         """Where the agent's pages may come from; set on each reset from the task's start page."""
         self._fault: str | None = None  # why the browser died this episode (None: it is alive)
         self._blocked: list[str] = []  # URLs the route guard refused during the current step
+        self._proxy: FilteringProxy | None = None  # the filtering proxy the browsers go through
         self._done = False
 
     # -- subclasses say which BrowserGym task to run ------------------------------------------
@@ -234,6 +238,12 @@ class _BrowserGymEnv(_EnvBase):  # type: ignore[misc]
     def last_browsergym_obs(self) -> dict[str, Any] | None:
         """BrowserGym's latest observation dict (``axtree_object``, ``dom_object``, ``screenshot``...)."""
         return self._obs
+
+    @property
+    def refused_requests(self) -> list[str]:
+        """What the browser's filtering proxy refused since this env's browsers were started (the latest
+        1000: ``CONNECT host:port`` for a tunnel, else the URL); see :mod:`~xtree_gym.envs.browser_proxy`."""
+        return list(self._proxy.refused) if self._proxy is not None else []
 
     def _observe(self, obs: dict[str, Any]) -> Any:
         self._obs = obs
@@ -282,6 +292,9 @@ class _BrowserGymEnv(_EnvBase):  # type: ignore[misc]
         if self._env is None:
             self._env = self._build()
         policy = self.policy = self._navigation_policy()
+        if self._proxy is None:
+            self._proxy = FilteringProxy(policy)
+        self._proxy.policy = policy
         before = browser_pids()
         try:
             blocked = self._blocked
@@ -290,7 +303,9 @@ class _BrowserGymEnv(_EnvBase):  # type: ignore[misc]
                     reset_deadline(self.step_deadline_s), "reset", lambda: browser_pids() - before
                 ),
                 patched_chromium_launch(
-                    self.launch, on_first_browser=lambda b: guard_contexts(b, policy, blocked)
+                    self.launch,
+                    on_first_browser=lambda b: guard_contexts(b, policy, blocked),
+                    forced_args=self._proxy.launch_args(),
                 ),
             ):
                 obs, bg_info = self._env.reset(seed=seed)
@@ -443,13 +458,18 @@ class _BrowserGymEnv(_EnvBase):  # type: ignore[misc]
         frozen browser is killed first, and the closing itself runs under the step deadline)."""
         env, self._env = self._env, None
         self._obs = None
+        proxy, self._proxy = self._proxy, None
         if env is None:
+            if proxy is not None:
+                proxy.close()
             return
         if self._fault is not None:
             kill_pids(self._watchdog.pids)
         with self._watchdog.guard(self.step_deadline_s, "close"):
             self._close_parts(env)
         self._watchdog.pids = set()
+        if proxy is not None:  # after the browsers: none of them is left to connect
+            proxy.close()
 
     def _close_parts(self, env: Any) -> None:
         for name in ("task", "chat", "context", "browser"):
