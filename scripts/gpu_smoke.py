@@ -22,6 +22,12 @@ gathered checkpoint that resumes). Without CUDA it prints ``skipped`` and exits 
 (``--allow-cpu`` runs every check but FSDP on CPU)::
 
     python scripts/gpu_smoke.py --features
+
+``--multi`` is the multi-GPU check (scripts/gpu_multi.py): FSDP over every visible GPU + vLLM colocated
++ LoRA, 2 GRPO steps of SmolLM2, one PASS/FAIL line per feature (``--multi --cpu``: the same logic on
+2 CPU processes over gloo with ``tiny-random``)::
+
+    python scripts/gpu_smoke.py --multi
 """
 
 from __future__ import annotations
@@ -90,6 +96,9 @@ def parse_args() -> argparse.Namespace:
     )
     ap.add_argument("--features", action="store_true", help="check bf16, LoRA, gradient checkpointing, FSDP")
     ap.add_argument("--fsdp-child", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--multi", action="store_true", help="FSDP on all GPUs + vLLM colocated + LoRA, 2 steps")
+    ap.add_argument("--cpu", action="store_true", help="with --multi: the same logic on 2 CPU processes")
+    ap.add_argument("--multi-child", default=None, help=argparse.SUPPRESS)
     return ap.parse_args()
 
 
@@ -163,6 +172,10 @@ def main() -> int:
     import torch
 
     cuda = torch.cuda.is_available()
+    if args.multi or args.multi_child:
+        from gpu_multi import multi_child, run_multi
+
+        return multi_child(args.multi_child, args.cpu) if args.multi_child else run_multi(args.cpu)
     if args.fsdp_child:
         from gpu_features import fsdp_child
 

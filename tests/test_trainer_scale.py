@@ -117,10 +117,11 @@ def test_attn_and_dtype_options(tmp_path: Path) -> None:
         {"attn": "flash"},
         {"lora_r": -1},
         {"lora_r": 4, "lora_targets": " , "},
-        {"lora_r": 4, "backend": "vllm"},
     ):
         with pytest.raises(ConfigError):
             _cfg(tmp_path, **bad).resolved()
+    # LoRA with vLLM: the push merges the adapters (issue 32)
+    assert _cfg(tmp_path, lora_r=4, backend="vllm").resolved().lora_r == 4
 
 
 # -- item 2: completion-only logits ---------------------------------------------------------------------

@@ -123,6 +123,38 @@ def test_weights_pushed_after_a_grpo_update_match_the_trainer(trainer):
           f"{max(abs(a - b) for a, b in zip(vl_after, hf_after)):.2e}")  # fmt: skip
 
 
+def test_lora_step_pushes_merged_adapters_and_vllm_follows(trainer, tmp_path_factory):
+    """LoRA (issue 32): the push folds the adapters into base names; after a LoRA GRPO step vLLM scores a
+    fixed completion as the LoRA trainer does, and the step moved those logprobs (the same engine: one per process)."""
+    import dataclasses
+
+    from xtree_gym.agents.grpo.trainer import GRPOTrainer
+    from xtree_gym.agents.model.vllm import push_weights_to_vllm
+
+    cfg = dataclasses.replace(
+        trainer.cfg, lora_r=8, lora_alpha=16, lr=2e-3, output_dir=str(tmp_path_factory.mktemp("vllm_lora"))
+    )
+    lora = GRPOTrainer(cfg)
+    lora._vllm = trainer._vllm  # the module's engine (it may hold the full fine-tuning's weights: push ours)
+    n = push_weights_to_vllm(lora._vllm, lora.policy)
+    base_names = {
+        k.replace(".base_layer", "") for k in lora.policy.get_base_model().state_dict() if "lora_" not in k
+    }
+    assert n == len(base_names)  # merged: the base model's names (273 for SmolLM2), all of them
+    prompt, completion = _fixed_pair(lora.tokenizer)
+    llm = lora._vllm.llm
+    hf_before = trainer_logprobs(lora.policy, prompt, completion)
+    assert vllm_logprobs(llm, prompt, completion) == pytest.approx(hf_before, abs=2e-3)  # B = 0: the base
+    lora.train_step()
+    hf_after = trainer_logprobs(lora.policy, prompt, completion)
+    vl_after = vllm_logprobs(llm, prompt, completion)
+    shift = max(abs(a - b) for a, b in zip(hf_after, hf_before))
+    assert shift > 1e-2, "the LoRA update barely moved these logprobs: the comparison would prove nothing"
+    assert vl_after == pytest.approx(hf_after, abs=2e-3)  # vLLM follows the adapters, merged
+    print(f"\nLoRA: logprob shift by the update {shift:.4f}; vLLM vs trainer after it, max |diff| "
+          f"{max(abs(a - b) for a, b in zip(vl_after, hf_after)):.2e}")  # fmt: skip
+
+
 def test_server_mode_generates_and_refuses_a_weight_push(tmp_path):
     """``vllm serve`` on 127.0.0.1: generation by token ids; a weight push is refused with the reason."""
     import socket
@@ -131,9 +163,8 @@ def test_server_mode_generates_and_refuses_a_weight_push(tmp_path):
     import time
     import urllib.request
 
-    from xtree_gym.agents.grpo.trainer import push_weights_to_vllm
     from xtree_gym.agents.model.loading import load_model, smollm2_folder
-    from xtree_gym.agents.model.vllm import VLLMGenerator
+    from xtree_gym.agents.model.vllm import VLLMGenerator, push_weights_to_vllm
     from xtree_gym.agents.types import GenRequest
     from xtree_gym.errors import ConfigError
 

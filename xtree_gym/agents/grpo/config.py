@@ -34,7 +34,7 @@ SHAPINGS = ("none", "xtree", "segcost")
 OPSD_BANKS = ("none", "xtree", "empty", "scrambled")
 TEACHERS = ("live", "base", "ema")
 ROW_MODES = ("turn", "episode")
-LOSS_NORMS = ("token", "sequence")
+LOSS_NORMS = ("token", "sequence", "trl-dapo")
 OLD_LOGPROBS = ("recompute", "rollout")
 LR_SCHEDULERS = ("constant", "linear", "cosine")
 OUTCOMES = ("env", "won10")
@@ -107,7 +107,8 @@ class GRPOConfig:
     rows: str = "turn"
     """``turn``: one training row per turn (default); ``episode``: one row per episode (prompts must extend)."""
     loss_norm: str = "token"
-    """``token``: mean over every trained token of the step; ``sequence``: mean of per-row means."""
+    """``token``: mean over every trained token of the update; ``sequence``: mean of per-row means;
+    ``trl-dapo``: TRL's convention, Σ over the update's tokens / (the step's tokens ÷ updates per epoch)."""
     old_logprobs: str = "recompute"
     """π_old for the ratio: ``recompute`` (trainer forward before the update) or ``rollout`` (generator's)."""
     clip_eps_low: float = 0.2
@@ -364,12 +365,7 @@ def check_model_fields(cfg: GRPOConfig) -> None:
     if cfg.lora_r:
         from ..model.lora import parse_targets
 
-        parse_targets(cfg.lora_targets)
-        if cfg.backend == "vllm":
-            raise ConfigError(
-                "LoRA with backend 'vllm' is not supported (the weight push sends whole weights)",
-                fix="use backend 'hf' with --lora-r, or full fine-tuning with vllm",
-            )
+        parse_targets(cfg.lora_targets)  # with backend vllm the push folds the adapters in (model/push.py)
 
 
 # ----------------------------------------------------------------------------- files and flags

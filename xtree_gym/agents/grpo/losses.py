@@ -41,8 +41,10 @@ def clipped_policy_loss(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """PPO's clipped surrogate, negated: ``−min(ρ·A, clip(ρ, 1−ε_low, 1+ε_high)·A)``, token-mean.
 
-    ``advantages`` is ``[B]`` (one per row, broadcast over its tokens) or ``[B, T]``. Returns
-    ``(loss, clip_fraction)``; the fraction is the share of masked tokens where clipping bit.
+    ``advantages`` is ``[B]`` (one per row, broadcast over its tokens) or ``[B, T]``. ``mask`` may be
+    0/1 or per-token loss weights (the trainer passes :func:`loss_weights`). Returns ``(loss,
+    clip_fraction)``; the fraction is the share of the tokens with a nonzero mask where clipping bit
+    (a count share, whatever the weights: with weights as the mask, a weighted mean would shrink it).
 
     Example:
         >>> lp = torch.tensor([[0.0, 0.0]]); m = torch.ones(1, 2)
@@ -50,6 +52,8 @@ def clipped_policy_loss(
         >>> loss, frac = clipped_policy_loss(lp, old, torch.tensor([1.0]), m)
         >>> round(loss.item(), 4), frac.item()  # -(0.5 + 1.2) / 2: the ρ = 2 token is clipped
         (-0.85, 0.5)
+        >>> clipped_policy_loss(lp, old, torch.tensor([1.0]), torch.tensor([[0.1, 0.3]]))[1].item()
+        0.5
     """
     if advantages.dim() == 1:
         advantages = advantages[:, None]
@@ -59,7 +63,7 @@ def clipped_policy_loss(
     per_token = -torch.minimum(unclipped, clipped)
     bit = (clipped < unclipped).float()
     with torch.no_grad():
-        frac = masked_mean(bit, mask)
+        frac = masked_mean(bit, (mask != 0).to(bit.dtype))
     return masked_mean(per_token, mask, denom), frac
 
 
@@ -183,13 +187,26 @@ def token_entropy(logits: torch.Tensor, temperature: float = 1.0) -> torch.Tenso
     return -(logp.exp() * logp).sum(-1)
 
 
-def loss_weights(mask: torch.Tensor, *, norm: str, total_tokens: float, total_rows: float) -> torch.Tensor:
-    """Per-token weights whose sum over a whole optimizer step is 1 (the loss normalisation).
+def loss_weights(
+    mask: torch.Tensor,
+    *,
+    norm: str,
+    total_tokens: float,
+    total_rows: float,
+    step_tokens: float | None = None,
+    updates: int = 1,
+) -> torch.Tensor:
+    """Per-token weights of one optimizer update (the loss normalisation).
 
-    ``norm="token"``: every trained token of the step weighs ``1 / total_tokens`` (token-mean);
+    ``norm="token"``: every trained token of the update weighs ``1 / total_tokens`` (token-mean);
     ``norm="sequence"``: a row's tokens weigh ``1 / (|row| · total_rows)`` (mean of row means).
-    ``total_*`` count the whole step (all micro-batches, all ranks), so accumulating
-    ``Σ loss_tok · w`` over micro-batches gives exactly that mean.
+    ``total_*`` count the whole update (all micro-batches, all ranks), so accumulating
+    ``Σ loss_tok · w`` over micro-batches gives exactly that mean, and the weights sum to 1.
+    ``norm="trl-dapo"``: TRL's convention (its ``loss_type="dapo"``): every token weighs
+    ``updates / step_tokens`` -- the generation batch's trained tokens (the whole step, all ranks)
+    divided by the updates per epoch (TRL's ``steps_per_generation``), the same for every update of
+    the step; an update's weights sum to its share of the step's tokens × ``updates``, not to 1.
+    With one update per step (or ``step_tokens`` None) it is ``token``.
 
     Example:
         >>> m = torch.tensor([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
@@ -197,10 +214,16 @@ def loss_weights(mask: torch.Tensor, *, norm: str, total_tokens: float, total_ro
         [0.6667, 0.3333]
         >>> loss_weights(m, norm="sequence", total_tokens=3, total_rows=2).tolist()
         [[0.25, 0.25, 0.0], [0.5, 0.0, 0.0]]
+        >>> # a step of 12 tokens in 2 updates: this update's 3 tokens weigh 2/12, not 1/3
+        >>> loss_weights(m, norm="trl-dapo", total_tokens=3, total_rows=2, step_tokens=12, updates=2)[0].tolist()
+        [0.1666666716337204, 0.1666666716337204, 0.0]
     """
-    if norm == "token":
+    if norm == "token" or (norm == "trl-dapo" and step_tokens is None):
         return mask / max(float(total_tokens), 1.0)
+    if norm == "trl-dapo":
+        assert step_tokens is not None
+        return mask * (float(updates) / max(float(step_tokens), 1.0))
     if norm == "sequence":
         per_row = mask.sum(-1, keepdim=True).clamp(min=1.0)
         return mask / per_row / max(float(total_rows), 1.0)
-    raise ValueError(f"unknown loss normalisation {norm!r} (use 'token' or 'sequence')")
+    raise ValueError(f"unknown loss normalisation {norm!r} (use 'token', 'sequence' or 'trl-dapo')")

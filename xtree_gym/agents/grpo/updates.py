@@ -6,7 +6,10 @@
 ``M = ceil(rows / mini_batch_size)`` updates per epoch (each rank splits its own rows into M
 near-equal parts, so every rank takes part in every update), ``ppo_epochs`` times, the rows
 shuffled per epoch from ``(seed, step, epoch, rank)``. Each update is :meth:`GRPOTrainer.update`
-on its part: its own loss normalisation, clipping, AdamW step.
+on its part: its own loss normalisation, clipping, AdamW step. ``loss_norm token`` normalises an
+update by its own tokens; ``trl-dapo`` by the step's tokens ÷ M for every update, as TRL divides its
+generation batch's tokens by ``steps_per_generation`` (the two differ when mini-batches differ in
+tokens).
 
 π_old: ``old_logprobs rollout`` uses the generator's logprobs as recorded; ``recompute`` makes one
 no-grad pass with the weights before the first update and keeps those for every update, so from
@@ -91,8 +94,9 @@ def ppo_updates(tr: Any, rows: Sequence[Row], step: int) -> tuple[dict[str, floa
     """
     cfg = tr.cfg
     real = [r for r in rows if r.weight]
-    total = reduce_sums({"rows": float(len(real))}, tr.acc)["rows"]
-    parts = updates_per_epoch(total, cfg.mini_batch_size)
+    counts = reduce_sums({"rows": float(len(real)), "tokens": float(sum(r.n_targets for r in real))}, tr.acc)
+    parts = updates_per_epoch(counts["rows"], cfg.mini_batch_size)
+    norm = {"step_tokens": counts["tokens"], "updates": float(parts)}  # read by loss_norm trl-dapo only
     if parts == 1 and cfg.ppo_epochs == 1:  # today's single update, untouched
         out = tr.update(rows)
         return {**out, "updates": 1.0}, [out]
@@ -103,7 +107,7 @@ def ppo_updates(tr: Any, rows: Sequence[Row], step: int) -> tuple[dict[str, floa
     for epoch in range(cfg.ppo_epochs):
         seed = ((cfg.seed * 1_000_003 + step) * 97 + epoch) * 64 + tr.acc.process_index if parts > 1 else None
         for idx in split_rows(len(real), parts, seed):
-            per_update.append(tr.update([real[j] for j in idx], stored_old=stored))
+            per_update.append(tr.update([real[j] for j in idx], stored_old=stored, norm=norm))
     return combine(per_update, cfg.ppo_epochs), per_update
 
 

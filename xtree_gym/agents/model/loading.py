@@ -406,6 +406,9 @@ def load_model(
         tok = load_tokenizer(source if local else name_or_path)
         if model.generation_config.pad_token_id is None:
             model.generation_config.pad_token_id = tok.pad_token_id
+    if name_or_path in MODEL_NAMES:  # what adapters and configs record: the name given, not a cache path
+        model.config._name_or_path = name_or_path
+        model.name_or_path = name_or_path
     model = model.to(device)
     model.eval()
     return model, tok

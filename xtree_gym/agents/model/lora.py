@@ -137,7 +137,8 @@ def adapter_state(model: Any, state_dict: dict[str, Any] | None = None) -> dict[
     """The adapter tensors of a PEFT model (PEFT's saved naming, no adapter name)."""
     from peft import get_peft_model_state_dict
 
-    return dict(get_peft_model_state_dict(model, state_dict=state_dict))
+    # save_embedding_layers False: runs never resize the vocab, and "auto" asks the hub for the base's config
+    return dict(get_peft_model_state_dict(model, state_dict=state_dict, save_embedding_layers=False))
 
 
 def load_adapter_weights(model: Any, folder: str | Path) -> None:

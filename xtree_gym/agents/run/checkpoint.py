@@ -105,7 +105,9 @@ def save_checkpoint(
     sweep_checkpoint_temps(run)
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.{os.getpid()}.", dir=run))
     try:
-        kw = {"state_dict": model_state} if model_state is not None else {}
+        kw: dict[str, Any] = {"state_dict": model_state} if model_state is not None else {}
+        if hasattr(model, "peft_config"):  # runs never resize the vocab: no hub lookup of the base's config
+            kw["save_embedding_layers"] = False
         model.save_pretrained(str(tmp / "model"), safe_serialization=True, **kw)
         if tokenizer is not None:
             tokenizer.save_pretrained(str(tmp / "model"))
