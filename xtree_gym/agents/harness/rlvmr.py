@@ -103,13 +103,11 @@ class RLVMRHarness(WordedHarness):
         first = listed_from(state, self.history_cap)
         recent_from = max(0, k - self.history_length)
         lines = [self.say("omitted", n=first)] if first else []
-        for j in range(first, k):
-            n, action = j + 1, state.history[j][0]
-            if j < recent_from:
-                lines.append(self.say("old_step", n=n, action=action))
-            else:
-                seen = observation_before(state, j)
-                lines.append(self.say("recent_step", n=n, observation=seen, action=action))
+        old_step, history = self.words["old_step"].format, state.history  # the hot loop: no say() per line
+        lines += [old_step(n=j + 1, action=history[j][0]) for j in range(first, min(recent_from, k))]
+        for j in range(max(first, recent_from), k):
+            seen = observation_before(state, j)
+            lines.append(self.say("recent_step", n=j + 1, observation=seen, action=history[j][0]))
         return "\n".join(lines)
 
     def render(self, state: HarnessState) -> list[Message]:

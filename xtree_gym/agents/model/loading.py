@@ -8,7 +8,9 @@
   ``gguf``) and saves an HF folder (safetensors) under the cache (``$XTREE_CACHE``, else
   ``$XDG_CACHE_HOME/xtree_gym``, else ``~/.cache/xtree_gym``); later uses load that folder.
   The folder is written beside its final place and renamed into it, so a crash or a second
-  process never leaves a half-written model behind.
+  process never leaves a half-written model behind. A tokenizer alone (``load_tokenizer``,
+  e.g. ``xtree sft-rows --tokenizer smollm2``) does not dequantize the weights: it uses the model's
+  folder when built, else a tokenizer-only folder beside it (the same tokenizer files).
 * ``tiny-random``: a seeded, randomly initialised Qwen2-shaped model (2 layers, hidden 64) and a
   byte-level BPE tokenizer trained in-process on a fixed text, so any text round-trips. For tests
   and benchmarks of the plumbing: it emits random tokens.
@@ -24,6 +26,7 @@ import importlib.metadata
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -117,47 +120,79 @@ def _gguf_special_ids(path: Path) -> dict[str, int]:
     return out
 
 
-def _build_smollm2(target: Path) -> None:
-    """Dequantize the packaged GGUF once and save it as an HF folder at ``target`` (atomically)."""
-    import importlib.util
+def _smollm2_tokenizer(gguf: Path) -> Any:
+    """The tokenizer read from the packaged GGUF, its specials as the file's header declares them."""
+    from transformers import AutoTokenizer
 
-    if importlib.util.find_spec("gguf") is None:
-        raise missing_dependency("gguf", "train", "model 'smollm2'")
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    gguf = smollm2_gguf()
-    local = {"gguf_file": gguf.name, "local_files_only": True}
-    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), **local)
-    model: Any = AutoModelForCausalLM.from_pretrained(str(gguf.parent), **local)
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name, local_files_only=True)
     # transformers' GGUF tokenizer reader mislabels the specials; the file's header is the authority.
     ids = _gguf_special_ids(gguf)
     for role, key in (("eos", "eos_token"), ("bos", "bos_token"), ("pad", "pad_token")):
         if role in ids:
             setattr(tokenizer, key, tokenizer.convert_ids_to_tokens(ids[role]))
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model.generation_config.bos_token_id = tokenizer.bos_token_id
+    return tokenizer
+
+
+def _save_atomically(target: Path, save: Callable[[str], None], marker: str) -> None:
+    """``save(folder)`` into a fresh folder beside ``target``, renamed into it (``marker``: the file a done folder has)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
-        model.save_pretrained(str(tmp), safe_serialization=True)
-        tokenizer.save_pretrained(str(tmp))
+        save(str(tmp))
         try:
             os.replace(tmp, target)
         except OSError:
-            if not (target / "config.json").is_file():  # not a lost race with another process
+            if not (target / marker).is_file():  # not a lost race with another process
                 raise
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def smollm2_folder() -> Path:
-    """The cached HF folder of SmolLM2-135M-Instruct, built from the GGUF on first use."""
+def _build_smollm2(target: Path, *, tokenizer_only: bool = False) -> None:
+    """Dequantize the packaged GGUF once and save it as an HF folder at ``target`` (atomically).
+
+    ``tokenizer_only`` saves the tokenizer alone: seconds, where dequantizing the weights takes a minute.
+    """
+    import importlib.util
+
+    if importlib.util.find_spec("gguf") is None:
+        raise missing_dependency("gguf", "train", "model 'smollm2'")
+    gguf = smollm2_gguf()
+    tokenizer = _smollm2_tokenizer(gguf)
+    if tokenizer_only:
+        _save_atomically(target, tokenizer.save_pretrained, "tokenizer.json")
+        return
+    from transformers import AutoModelForCausalLM
+
+    local = {"gguf_file": gguf.name, "local_files_only": True}
+    model: Any = AutoModelForCausalLM.from_pretrained(str(gguf.parent), **local)
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.bos_token_id = tokenizer.bos_token_id
+
+    def save(folder: str) -> None:
+        model.save_pretrained(folder, safe_serialization=True)
+        tokenizer.save_pretrained(folder)
+
+    _save_atomically(target, save, "config.json")
+
+
+def smollm2_folder(*, tokenizer_only: bool = False) -> Path:
+    """The cached HF folder of SmolLM2-135M-Instruct, built from the GGUF on first use.
+
+    ``tokenizer_only``: a folder with the tokenizer (the model's folder when it is built already, else
+    a tokenizer folder beside it, built in seconds without dequantizing the weights; the same files).
+    """
     _require_transformers("model 'smollm2'")
     gguf = smollm2_gguf()
     version = importlib.metadata.version(SMOLLM2_PACKAGE)
     target = cache_dir() / "models" / f"{SMOLLM2_FOLDER}-{version}-{gguf.stat().st_size}"
+    if tokenizer_only and not (target / "config.json").is_file():
+        target = target.with_name(f"{target.name}-tokenizer")
+        if not (target / "tokenizer.json").is_file():
+            _build_smollm2(target, tokenizer_only=True)
+        return target
     if not (target / "config.json").is_file():
         _build_smollm2(target)
     return target
@@ -307,7 +342,10 @@ def load_tokenizer(name_or_path: str) -> Any:
     _require_transformers(f"model {name_or_path!r}")
     if name_or_path == "tiny-random":
         return tiny_tokenizer()
-    source, local = _source(name_or_path)
+    if name_or_path == "smollm2":
+        source, local = str(smollm2_folder(tokenizer_only=True)), True
+    else:
+        source, local = resolve_source(name_or_path)
     from transformers import AutoTokenizer
 
     try:

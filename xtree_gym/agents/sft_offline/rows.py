@@ -22,16 +22,18 @@ observation before ``start``, node-level history) --harness.render--> messages; 
 from __future__ import annotations
 
 import importlib
+import json
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...corpus.io import read_records, write_records
+from ...corpus.io import atomic_open, read_records
 from ...errors import ConfigError, CorpusError
 from ..harness.base import Harness, HarnessState, Message, get_harness
+from .chat_ids import ChatIds
 
 if TYPE_CHECKING:
     from ...corpus.records import Trajectory
@@ -84,10 +86,20 @@ class SFTRow:
         return self.end - self.start
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        """The row as a JSON object: ``asdict``'s content; ``input_ids`` / ``loss_mask`` are the row's own lists
+        (``asdict`` copied them one element at a time: most of the time of writing a long episode's rows).
+
+        Example:
+            >>> from dataclasses import asdict
+            >>> r = SFTRow("t@0:1#standard", "standard", "t", 0, 1, "", [{"role": "user", "content": "go"}], "x")
+            >>> r.to_dict() == {k: v for k, v in asdict(r).items() if k not in ("input_ids", "loss_mask")}
+            True
+        """
+        d: dict[str, Any] = {f: getattr(self, f) for f in self.__dataclass_fields__}
+        d["messages"] = [dict(m) for m in self.messages]
+        d["actions"] = list(self.actions)
         if self.input_ids is None:
-            d.pop("input_ids")
-            d.pop("loss_mask")
+            del d["input_ids"], d["loss_mask"]
         return d
 
     @classmethod
@@ -310,6 +322,7 @@ def iter_rows(
     seed: int = 0,
     progress: bool | None = False,
     harness_options: dict[str, Any] | None = None,
+    line_cache: bool = True,
 ) -> Iterator[SFTRow]:
     """The SFT rows of a corpus in format ``fmt``, yielded one at a time (see the module docstring).
 
@@ -318,7 +331,9 @@ def iter_rows(
     or ``None`` for :func:`default_harness_name`; ``harness_options`` (e.g. ``{"history_cap": 200}``)
     build a named one. ``span`` cuts are drawn from ``seed`` in corpus
     order, so the same corpus and seed give the same rows. Bad arguments raise before the first
-    row; progress counts steps (so one long trajectory shows it moving).
+    row; progress counts steps (so one long trajectory shows it moving). ``line_cache`` tokenizes
+    each line of the prompts once (:class:`~.chat_ids.ChatIds`: the same ids, in linear time);
+    ``False`` tokenizes every text whole (the reference it is tested and benchmarked against).
     """
     from ...render.cards import domain_glosses
 
@@ -334,7 +349,7 @@ def iter_rows(
         harness = load_harness(name, **(harness_options or {}))
     tokens = _tokens(trajs, domain, required=fmt != "standard")
     table = domain_glosses(domain or trajs[0].env)
-    return _rows(trajs, tokens, fmt, tree, harness, table, tokenizer, seed, progress)
+    return _rows(trajs, tokens, fmt, tree, harness, table, tokenizer, seed, progress, line_cache)
 
 
 def _rows(
@@ -347,12 +362,14 @@ def _rows(
     tokenizer: Any,
     seed: int,
     progress: bool | None,
+    line_cache: bool = True,
 ) -> Iterator[SFTRow]:
     """The generator behind :func:`iter_rows` (split off so argument errors raise at the call)."""
     from ...progress import Progress
     from ...render.cards import gloss
 
     rng = np.random.default_rng(seed)
+    chat = None if tokenizer is None else ChatIds(tokenizer, split=line_cache)
     bar = Progress(total=sum(len(t.steps) for t in trajs), desc=f"sft rows ({fmt}, steps)", enabled=progress)
     try:
         for traj, toks in zip(trajs, tokens):
@@ -364,7 +381,7 @@ def _rows(
                 if fmt == "span":
                     segs = span_segments([e - s for s, e, _ in segs], rng)
             for row in trajectory_rows(traj, segs, harness, fmt, toks, [gloss(k, table) for k in toks]):
-                yield tokenize_row(row, tokenizer) if tokenizer is not None else row
+                yield tokenize_row(row, tokenizer, chat) if tokenizer is not None else row
                 bar.update(row.end - row.start)
     finally:
         bar.close()
@@ -386,30 +403,20 @@ def _tokens(trajs: Sequence[Trajectory], domain: str | None, *, required: bool) 
         return [[] for _ in trajs]
 
 
-def _ids(x: Any) -> list[int]:
-    """``apply_chat_template(tokenize=True)`` returns a list, or a BatchEncoding in newer transformers."""
-    if hasattr(x, "keys") and "input_ids" in x:
-        x = x["input_ids"]
-    return [int(i) for i in x]
-
-
-def tokenize_row(row: SFTRow, tokenizer: Any) -> SFTRow:
+def tokenize_row(row: SFTRow, tokenizer: Any, chat: ChatIds | None = None) -> SFTRow:
     """Fill ``input_ids`` and ``loss_mask``: the prompt with the generation prompt, then the target turn.
 
     The target ids are the chat template's rendering of the full conversation minus the prompt's
     (so they end with the template's end-of-turn token, which the model must learn to emit); a
     template that does not extend its own prompt falls back to the target text + EOS.
+
+    ``chat`` (a :class:`~.chat_ids.ChatIds` of ``tokenizer``, shared by the rows of a run) tokenizes
+    each line once and reuses it in later rows, with ids equal to tokenizing each text whole; without
+    it each text is tokenized whole.
     """
-    prompt = _ids(
-        tokenizer.apply_chat_template(
-            row.messages, add_generation_prompt=True, tokenize=True, return_dict=False
-        )
-    )
-    convo = [*row.messages, {"role": "assistant", "content": row.target}]
-    full = _ids(tokenizer.apply_chat_template(convo, tokenize=True, return_dict=False))
-    if full[: len(prompt)] == prompt and len(full) > len(prompt):
-        target = full[len(prompt) :]
-    else:
+    chat = chat if chat is not None else ChatIds(tokenizer, split=False)
+    prompt, target = chat.turn(row.messages, row.target)
+    if target is None:
         target = [int(i) for i in tokenizer(row.target, add_special_tokens=False)["input_ids"]]
         if tokenizer.eos_token_id is not None:
             target.append(int(tokenizer.eos_token_id))
@@ -474,8 +481,53 @@ def summarize(rows: Iterable[SFTRow]) -> dict[str, Any]:
 
 
 def write_rows(path: str | os.PathLike[str], rows: Iterable[SFTRow]) -> int:
-    """Write rows as JSON lines, atomically; returns how many were written."""
-    return write_records(path, (row.to_dict() for row in rows))
+    """Write rows as JSON lines (:func:`row_json`), atomically; returns how many were written."""
+    n = 0
+    with atomic_open(path) as fh:
+        for row in rows:
+            fh.write(row_json(row) + "\n")
+            n += 1
+    return n
+
+
+_BEFORE_IDS = ("actions", "end", "format", "id")
+"""The row's keys that sort before ``input_ids`` (the rest, but ``loss_mask``, sort after it)."""
+
+
+def row_json(row: SFTRow) -> str:
+    """``json.dumps(row.to_dict(), ensure_ascii=False, sort_keys=True)``, with a 0s-then-1s loss mask written fast.
+
+    A standard row's mask is thousands of 0s then a few 1s; it is written as repeated text instead
+    of one number at a time (when it holds only the ints 0 and 1 in that order, else as JSON does).
+
+    Example:
+        >>> r = SFTRow("t@0:1#node", "node", "t", 0, 1, "S0", [{"role": "user", "content": "é"}], "x", ["a"],
+        ...            [5, 6, 7], [0, 0, 1])
+        >>> row_json(r) == json.dumps(r.to_dict(), ensure_ascii=False, sort_keys=True)
+        True
+    """
+    d = row.to_dict()
+    if "input_ids" not in d:
+        return json.dumps(d, ensure_ascii=False, sort_keys=True)
+    ids, mask = d.pop("input_ids"), d.pop("loss_mask")
+    head = json.dumps({k: d.pop(k) for k in _BEFORE_IDS}, ensure_ascii=False, sort_keys=True)
+    tail = json.dumps(d, ensure_ascii=False, sort_keys=True)
+    return f'{head[:-1]}, "input_ids": {json.dumps(ids, ensure_ascii=False)}, "loss_mask": {_mask_json(mask)}, {tail[1:]}'
+
+
+def _mask_json(mask: list[int] | None) -> str:
+    """``json.dumps(mask)``; a list of int 0s then int 1s as repeated text.
+
+    Example:
+        >>> _mask_json([0, 0, 1]), _mask_json([]), _mask_json([1, 0]), _mask_json([0, True]), _mask_json(None)
+        ('[0, 0, 1]', '[]', '[1, 0]', '[0, true]', 'null')
+    """
+    if not isinstance(mask, list) or not mask:
+        return json.dumps(mask)
+    zeros = mask.count(0)
+    if mask[:zeros].count(0) != zeros or mask.count(1) != len(mask) - zeros or set(map(type, mask)) != {int}:
+        return json.dumps(mask)
+    return "[" + ("0, " * zeros + "1, " * (len(mask) - zeros))[:-2] + "]"
 
 
 def read_rows(path: str | os.PathLike[str]) -> list[SFTRow]:
