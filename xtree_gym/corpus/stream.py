@@ -48,7 +48,7 @@ def _decoder() -> Any:
     import msgspec
 
     opt_str, opt_obj = str | None, dict | None  # type: ignore[type-arg]
-    step_fields = [
+    step_fields: list[Any] = [
         ("action", str),
         ("token", str),
         ("observation", opt_str, None),
@@ -56,7 +56,7 @@ def _decoder() -> Any:
         ("slots", opt_obj, None),
     ]
     step = msgspec.defstruct("CorpusStep", step_fields, gc=False)
-    record_fields = [
+    record_fields: list[Any] = [
         ("id", str | int),
         ("success", bool),
         ("steps", list[step]),  # type: ignore[valid-type]
