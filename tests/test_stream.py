@@ -201,3 +201,15 @@ def test_xtree_mine_imports_neither_pyarrow_nor_gymnasium(tmp_path: Path) -> Non
     proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=ROOT)
     assert "LOADED [] 0" in proc.stdout, proc.stderr[-2000:]
     assert json.loads(out.read_text())["corpus"]["n_trajectories"] > 1000
+
+
+def test_envs_register_when_gymnasium_is_imported_after_xtree_gym() -> None:
+    pytest.importorskip("gymnasium")
+    code = (
+        "import sys, xtree_gym\nassert 'gymnasium' not in sys.modules\nimport gymnasium as gym\n"
+        "print('IDS', sum(k.startswith('XTree-') for k in gym.registry))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    from xtree_gym.envs import ENV_SPECS
+
+    assert f"IDS {len(ENV_SPECS)}" in proc.stdout, proc.stderr[-2000:]
