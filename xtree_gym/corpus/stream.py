@@ -120,6 +120,7 @@ def _read_block(block: bytes, start: int, cols: _Columns) -> None:
     ids_append, success_append = cols.ids.append, cols.success.append
     task_append, len_append, where_append = cols.task.append, cols.lengths.append, cols.where.append
     flat_extend = cols.flat.extend
+    code_of, token_of = tok.__getitem__, operator.attrgetter("token")  # C-level maps: no frame per record
     at = start
     for line in lines:
         try:
@@ -136,7 +137,7 @@ def _read_block(block: bytes, start: int, cols: _Columns) -> None:
         envs.add(r.env)
         steps = r.steps
         len_append(len(steps))
-        flat_extend([tok[s.token] for s in steps])
+        flat_extend(map(code_of, map(token_of, steps)))
         where_append(at)
         at += len(line) + 1
 
