@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._lazy import install_old_paths, lazy_exports
-from .envs import register_envs
+from .envs import register_envs, register_envs_on_import
 
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from .canon import CanonicalAction, Canonicalizer, available_domains, canonicalize, get_canonicalizer
@@ -59,7 +59,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
 
 __version__ = "0.1.0"
 
-register_envs()
+register_envs_on_import()  # now if gymnasium is loaded, else when it is (xtree mine never loads it)
 install_old_paths()  # xtree_gym.tree, xtree_gym.config, ... : the paths before the move
 
 # public name -> module that defines it

@@ -8,6 +8,11 @@ so importing this package imports no simulator, browser or search library.
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
+import sys
+from typing import Any
+
 # gym id -> (entry point, default kwargs)
 ENV_SPECS: dict[str, tuple[str, dict[str, object]]] = {
     "XTree-ScienceWorld-v0": ("xtree_gym.envs.scienceworld:ScienceWorldEnv", {}),
@@ -32,3 +37,38 @@ def register_envs() -> bool:
         if env_id not in gym.registry:
             gym.register(id=env_id, entry_point=entry_point, kwargs=dict(kwargs), disable_env_checker=True)
     return True
+
+
+def register_envs_on_import() -> None:
+    """Register the XTree-* ids now if gymnasium is imported, else the moment it is.
+
+    ``import xtree_gym`` calls this instead of :func:`register_envs`, so a process that never uses
+    gymnasium (``xtree mine``) never imports it (0.05 s of start-up), while
+    ``import xtree_gym; import gymnasium as gym; gym.make("XTree-...")`` works as before.
+    """
+    if "gymnasium" in sys.modules:
+        register_envs()
+    elif not any(isinstance(f, _RegisterOnImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _RegisterOnImport())
+
+
+class _RegisterOnImport(importlib.abc.MetaPathFinder):
+    """Finds nothing itself: when ``gymnasium`` is first imported, runs :func:`register_envs` after it loads."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != "gymnasium":
+            return None
+        sys.meta_path.remove(self)  # once; the real finders locate the package
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        loader = spec.loader
+        run = loader.exec_module
+
+        def exec_module(module: Any) -> None:
+            run(module)
+            sys.modules[name] = module  # register_envs imports it by name
+            register_envs()
+
+        loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec

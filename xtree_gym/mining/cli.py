@@ -117,11 +117,17 @@ def _load(
 
 
 def cmd_mine(args: argparse.Namespace) -> int:
-    from ..corpus.columnar import ColumnarCorpus
+    from ..corpus.columnar import ColumnarCorpus, FastPathUnavailable
+    from ..corpus.stream import read_encoded
     from .miner import mine
 
     refuse_overwrite(args.output, args.corpus)
-    corpus = _load(args.corpus, args.skip_bad, keep_duplicates=args.keep_duplicates)
+    try:  # one pass, file -> encoded corpus; anything it cannot take goes the validated way
+        corpus: Any = read_encoded(args.corpus)
+        if not len(corpus):
+            raise FastPathUnavailable("empty")  # the validated way words the error
+    except (FastPathUnavailable, ImportError):
+        corpus = _load(args.corpus, args.skip_bad, keep_duplicates=args.keep_duplicates)
     if isinstance(corpus, ColumnarCorpus):  # nothing reads the token strings after encoding: free them
         corpus = corpus.sort()
         corpus.keep_tokens = False

@@ -34,13 +34,14 @@ from typing import Any
 from ..corpus.columnar import ColumnarCorpus, FastPathUnavailable, from_arrow, load_corpus
 from ..corpus.encoded import EncodedCorpus
 from ..corpus.records import Corpus, Trajectory, from_hf_dataset
+from ..corpus.stream import StreamCorpus, read_encoded
 from ..errors import CanonicalizationError, ConfigError, CorpusError
 from .config import MinerConfig
 from .fast import fast_mine
 from .reference import reference_mine
 from .tree import XTree
 
-__all__ = ["ENGINES", "canonical_order", "canonical_sort", "mine", "trajectory_tokens"]
+__all__ = ["ENGINES", "canonical_order", "canonical_sort", "load_for_mining", "mine", "trajectory_tokens"]
 
 ENGINES = ("fast", "reference")
 
@@ -96,6 +97,8 @@ def mine(
         raise ConfigError(f"unknown engine {engine!r}", fix="use 'fast' or 'reference'")
     ordered, enc = _encoded(trajectories, domain)
     merges = fast_mine(enc, cfg, progress=progress) if engine == "fast" else reference_mine(enc, cfg)
+    if isinstance(ordered, StreamCorpus):  # the nodes' examples: those records, read in one pass
+        ordered.prefetch([m.first[0] for m in merges])
     return XTree.from_merges(merges, enc, cfg, ordered, name=name)
 
 
@@ -104,14 +107,16 @@ def _encoded(trajectories: Any, domain: str | None) -> tuple[Any, EncodedCorpus]
     if isinstance(trajectories, (str, os.PathLike)) or (
         isinstance(trajectories, list) and trajectories and isinstance(trajectories[0], (str, os.PathLike))
     ):
-        trajectories = load_corpus(trajectories)
-    elif not isinstance(trajectories, (Corpus, ColumnarCorpus, list, tuple)):
+        trajectories = load_for_mining(trajectories)
+    elif not isinstance(trajectories, (Corpus, ColumnarCorpus, StreamCorpus, list, tuple)):
         try:
             trajectories = from_arrow(trajectories)
         except (FastPathUnavailable, ImportError):
             trajectories = (
                 from_hf_dataset(trajectories) if hasattr(trajectories, "__iter__") else trajectories
             )
+    if isinstance(trajectories, StreamCorpus):
+        return trajectories, trajectories.encoded
     if isinstance(trajectories, Corpus):
         trajectories = trajectories.trajectories
     if len(trajectories) == 0:
@@ -124,6 +129,20 @@ def _encoded(trajectories: Any, domain: str | None) -> tuple[Any, EncodedCorpus]
     tokens = trajectory_tokens(ordered, domain)
     enc = EncodedCorpus.from_tokens(tokens, [t.success for t in ordered], [t.task for t in ordered])
     return ordered, enc
+
+
+def load_for_mining(paths: Any, *, skip_bad: bool = False, **read_options: Any) -> Any:
+    """Corpus files read the cheapest way that takes them: straight to the encoding
+    (:func:`~xtree_gym.corpus.stream.read_encoded`), else columns or the validated objects
+    (:func:`~xtree_gym.corpus.columnar.load_corpus`, which names a bad line). Every way gives the same tree.
+    """
+    try:
+        corpus = read_encoded(paths)
+        if len(corpus):
+            return corpus
+    except (FastPathUnavailable, ImportError):
+        pass
+    return load_corpus(paths, skip_bad=skip_bad, **read_options)
 
 
 def canonical_sort(trajectories: Sequence[Trajectory]) -> list[Trajectory]:
