@@ -1,0 +1,85 @@
+"""One writer per folder: ``xtree eval -o DIR`` and ``xtree train ... -o DIR`` hold a lock while they write.
+
+The lock is ``flock`` on a small file in the folder (``.eval.lock`` for evaluations, ``.run.lock`` for
+training runs). The kernel releases it when the holder exits, even on ``kill -9``, so a lock left by a
+dead process is simply taken over; the file's text (pid, host, start time) only serves to name the
+holder when a second writer is refused.
+
+Example:
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> with folder_lock(d, name=".run.lock", what="xtree train"):
+    ...     with folder_lock(d, name=".run.lock", what="xtree train"):  # doctest: +ELLIPSIS
+    ...         pass
+    Traceback (most recent call last):
+    xtree_gym.errors.ConfigError: another xtree train (pid ... on ..., started ...) is writing '...' -- fix: ...
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ...errors import ConfigError
+
+EVAL_LOCK = ".eval.lock"
+RUN_LOCK = ".run.lock"
+LOCK_FILES = frozenset({EVAL_LOCK, RUN_LOCK})
+"""Lock file names: not part of a run (a folder holding only one is empty to ``--overwrite``)."""
+
+
+def holder_text(what: str) -> str:
+    """What the lock file says about this process: ``WHAT (pid N on HOST, started TIME)``.
+
+    Example:
+        >>> holder_text("xtree eval").startswith(f"xtree eval (pid {os.getpid()} on ")
+        True
+    """
+    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    return f"{what} (pid {os.getpid()} on {socket.gethostname()}, started {started})"
+
+
+@contextmanager
+def folder_lock(
+    out: str | os.PathLike[str] | None, *, name: str = EVAL_LOCK, what: str = "xtree eval"
+) -> Iterator[None]:
+    """Hold ``out/name`` (``flock``) for the block; a second holder meanwhile is one :class:`ConfigError`
+    naming the first (pid, host, start time). ``None``: no lock."""
+    import fcntl
+
+    if out is None:
+        yield
+        return
+    folder = Path(out)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise ConfigError(
+            f"output folder {str(folder)!r} is a file", fix="pass a folder with -o (it is created if missing)"
+        ) from None
+    with open(folder / name, "a+", encoding="utf-8") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            fh.seek(0)
+            holder = fh.read().strip()
+            if not holder.startswith("xtree "):  # an older lock file: its pid only
+                holder = f"{what} (pid {holder or '?'})"
+            raise ConfigError(
+                f"another {holder} is writing {str(folder)!r}",
+                fix="wait for it to finish, or use another -o folder",
+            ) from None
+        fh.seek(0)
+        fh.truncate()  # a dead holder's text goes: the lock is ours now
+        fh.write(holder_text(what) + "\n")
+        fh.flush()
+        yield  # closing the file releases the lock
+
+
+def is_main_rank() -> bool:
+    """Whether this process is rank 0 of an ``accelerate launch`` (or runs alone): the one that locks."""
+    return os.environ.get("RANK", "0") in ("", "0")
