@@ -298,6 +298,11 @@ def check_config(cfg: GRPOConfig) -> None:
     for name in ("clip_eps_low", "clip_eps_high", "segcost_lam", "eval_temperature"):
         if getattr(cfg, name) < 0:
             raise ConfigError(f"{name} = {getattr(cfg, name)!r} must be >= 0")
+    if not cfg.clip_eps_low < 1:  # the ratio's lower clip 1 - eps must stay above 0
+        raise ConfigError(
+            f"clip_eps_low = {cfg.clip_eps_low!r} must be < 1 (the ratio is clipped below at 1 - clip_eps_low)",
+            fix="use a value in [0, 1), e.g. 0.2",
+        )
     check_bonus_mode(cfg.bonus_mode, cfg.bonus_margin, cfg.bonus_anneal_end)  # bonus mode (issue 23)
     if cfg.shaping == "xtree" and not cfg.tree:
         raise ConfigError("shaping 'xtree' needs a tree", fix="pass --tree TREE.json (from `xtree mine`)")
@@ -493,6 +498,8 @@ def add_config_arguments(parser: argparse.ArgumentParser, cls: type[Any]) -> Non
 
     Flags default to ``SUPPRESS`` so that :func:`config_from_args` knows which ones were given.
     """
+    from ..run.validate import finite_float
+
     parser.add_argument("--config", default=None, help="YAML/JSON file (or a recipe name) of field: value")
     hints = typing.get_type_hints(cls)
     docs = field_docs(cls)
@@ -505,8 +512,10 @@ def add_config_arguments(parser: argparse.ArgumentParser, cls: type[Any]) -> Non
             parser.add_argument(*names, action=argparse.BooleanOptionalAction, **kw)
         elif kind is dict:
             parser.add_argument(*names, type=_kv, action="append", metavar="KEY=VALUE", **kw)
+        elif kind is float:  # nan/inf refused by argparse, naming the flag (not a recipe file)
+            parser.add_argument(*names, type=finite_float, **kw)
         else:
-            parser.add_argument(*names, type=kind if kind in (int, float) else str, **kw)
+            parser.add_argument(*names, type=int if kind is int else str, **kw)
 
 
 def config_from_args(

@@ -36,7 +36,7 @@ def load_tokenizer(name: str) -> Any:
     """A tokenizer by model name (``smollm2``, ``tiny-random``) or HF folder, through the models room."""
     from ..model.loading import load_tokenizer as _load
 
-    return _load(name)
+    return _load(name, option="--tokenizer")
 
 
 def refuse_overwrite(output: str, inputs: list[str]) -> None:
