@@ -110,6 +110,22 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
     return out
 
 
+def step_line(method: str, metrics: Mapping[str, Any], done: int, total: int, elapsed: float) -> str:
+    """The line a trainer prints after each optimizer step: the step, its key numbers, an ETA that moves.
+
+    ``done``/``total`` count the steps of this invocation (a resumed run counts from where it resumed).
+
+    Example:
+        >>> step_line("rlvr", {"step": 1, "reward": 0.5, "win_rate": 0.5, "loss": -0.01234}, 1, 2, 12.0)
+        'rlvr step 1: reward=0.5 win_rate=0.5 loss=-0.01234 (1/2, 12s so far, ETA 12s)'
+    """
+    from ...progress import eta_line
+
+    keys = ("reward", "win_rate", "loss", "kl", "epoch")
+    shown = " ".join(f"{k}={metrics[k]:.4g}" for k in keys if isinstance(metrics.get(k), (int, float)))
+    return f"{method} step {metrics.get('step')}: {shown} ({eta_line(done, total, elapsed)})"
+
+
 def reduce_sums(values: Mapping[str, float], accelerator: Any = None) -> dict[str, float]:
     """Sum each value over all ranks (identity on one process)."""
     if accelerator is None or accelerator.num_processes == 1:
