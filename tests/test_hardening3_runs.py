@@ -83,6 +83,32 @@ def test_plot_run_never_writes_through_a_link_onto_the_run(tmp_path: Path, capsy
     assert sorted(p.name for p in out.iterdir()) == ["lambda_vs_win_rate.png", "learning_curves.png"]
 
 
+def test_a_training_run_never_writes_through_a_link_onto_its_rows(
+    rows_file: Path, tmp_path: Path, capsys
+) -> None:
+    from xtree_gym.agents.run.lock import RUN_LOCK
+
+    rows = tmp_path / "rows.jsonl"
+    rows.write_bytes(rows_file.read_bytes())
+    before = rows.read_bytes()
+    run = tmp_path / "run"
+    assert _sft(rows, run) == 0
+    (run / "metrics.jsonl").unlink()
+    os.symlink(rows, run / "metrics.jsonl")  # the resumed run rewrites its metrics: here, the rows
+    capsys.readouterr()
+    assert main(["train", "sft", "--resume", str(run), "--epochs", "2", "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "is the input file" in err and "rows.jsonl" in err and "Traceback" not in err, err
+    assert rows.read_bytes() == before
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    os.symlink(rows, fresh / RUN_LOCK)  # the lock file itself, planted as a link
+    assert _sft(rows, fresh) == 1
+    err = capsys.readouterr().err
+    assert "is a link" in err and "Traceback" not in err, err
+    assert rows.read_bytes() == before
+
+
 def test_plot_run_on_a_null_step_is_one_error(tmp_path: Path, capsys) -> None:
     pytest.importorskip("matplotlib")
     run = tmp_path / "run"

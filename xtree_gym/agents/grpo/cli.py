@@ -76,6 +76,7 @@ def add_train_command(
 
     def _cmd(args: argparse.Namespace) -> int:
         require_extra("train", TRAIN_PACKAGES, f"xtree train {name}")
+        from ...corpus.io import protect_inputs
         from ..run.lock import RUN_LOCK, folder_lock, is_main_rank
         from ..run.runfolder import checkpointless_run, prepare_run_folder
 
@@ -95,10 +96,27 @@ def add_train_command(
                     file=sys.stderr,
                 )
             prepare_run_folder(cfg.output_dir, resume=cfg.resume, overwrite=args.overwrite or again)
-            return run(cfg)
+            with protect_inputs(input_files(cfg), option="-o (a link in the run folder)"):
+                return run(cfg)
 
     p.set_defaults(func=_cmd)
     return p
+
+
+def input_files(cfg: Any) -> list[str]:
+    """The files a run reads that its config names (rows, corpus, tree, OPSD bank, ...): a write into the
+    run folder that lands on one of them (a planted link) is refused.
+
+    Example:
+        >>> from xtree_gym.agents.grpo.config import GRPOConfig
+        >>> input_files(GRPOConfig(tree=__file__)) == [__file__]
+        True
+    """
+    skip = {"output_dir", "resume"}
+    return sorted(
+        v for f in dataclasses.fields(cfg) if f.name not in skip
+        for v in [getattr(cfg, f.name)] if isinstance(v, str) and v and Path(v).is_file()
+    )  # fmt: skip
 
 
 def config_from_cli(config_cls: type[Any], args: argparse.Namespace) -> Any:

@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
 import time
@@ -61,7 +62,16 @@ def folder_lock(
         raise ConfigError(
             f"output folder {str(folder)!r} is a file", fix="pass a folder with -o (it is created if missing)"
         ) from None
-    with open(folder / name, "a+", encoding="utf-8") as fh:
+    try:  # never through a link: the lock file is truncated, and a planted link could name an input
+        fd = os.open(folder / name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise ConfigError(
+            f"the lock file {str(folder / name)!r} is a link; xtree does not write through it",
+            fix="remove that link, or use another -o folder",
+        ) from None
+    with os.fdopen(fd, "a+", encoding="utf-8") as fh:
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:

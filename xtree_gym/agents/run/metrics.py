@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ...corpus.io import atomic_write_text
+from ...corpus.io import atomic_write_text, output_target
 
 METRICS_FILE = "metrics.jsonl"
 RLVR_KEYS = (
@@ -70,7 +70,7 @@ class MetricsWriter:
         if not self.enabled:
             return
         line = json.dumps({k: _clean(v) for k, v in metrics.items()})
-        with open(self.path, "a", encoding="utf-8") as fh:  # one short line: appended whole
+        with open(output_target(self.path), "a", encoding="utf-8") as fh:  # one short line: appended whole
             fh.write(line + "\n")
             fh.flush()
         if self._tb is not None:
