@@ -182,6 +182,14 @@ def test_an_episode_too_big_for_a_line_is_cut_not_written_unreadable(
     assert json.loads((tmp_path / "ev" / "results.json").read_text())["resumed"] == 1
 
 
+def test_mine_preset_names_the_canonicalizer_of_an_untokenized_corpus(tmp_path: Path) -> None:
+    out = tmp_path / "tree.json"
+    assert main(["mine", str(SAMPLE), "--preset", "scienceworld", "-o", str(out)]) == 0
+    assert (
+        json.loads(out.read_text())["n_nodes"] > 0
+    )  # the README's own line, on the packaged (untokenized) sample
+
+
 # -- the newcomer's path: a core-only install ---------------------------------------------------------
 def _core_commands() -> list[tuple[str, str]]:
     rows = [line.split("\t") for line in CORE_COMMANDS.read_text().splitlines()]
