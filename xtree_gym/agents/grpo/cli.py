@@ -82,6 +82,9 @@ def add_train_command(
 
         restart = checkpointless_run(getattr(args, "resume", None))
         cfg = config_from_cli(config_cls, args)
+        checked = getattr(cfg, "resolved", None) or getattr(cfg, "check", None)
+        if checked is not None:  # the ranges too, before the folder is touched (and what is printed is valid)
+            checked()
         if args.print_config:
             print(json.dumps(dataclasses.asdict(cfg), indent=1))
             return 0

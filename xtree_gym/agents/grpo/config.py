@@ -498,8 +498,6 @@ def add_config_arguments(parser: argparse.ArgumentParser, cls: type[Any]) -> Non
 
     Flags default to ``SUPPRESS`` so that :func:`config_from_args` knows which ones were given.
     """
-    from ..run.validate import finite_float
-
     parser.add_argument("--config", default=None, help="YAML/JSON file (or a recipe name) of field: value")
     hints = typing.get_type_hints(cls)
     docs = field_docs(cls)
@@ -512,10 +510,8 @@ def add_config_arguments(parser: argparse.ArgumentParser, cls: type[Any]) -> Non
             parser.add_argument(*names, action=argparse.BooleanOptionalAction, **kw)
         elif kind is dict:
             parser.add_argument(*names, type=_kv, action="append", metavar="KEY=VALUE", **kw)
-        elif kind is float:  # nan/inf refused by argparse, naming the flag (not a recipe file)
-            parser.add_argument(*names, type=finite_float, **kw)
         else:
-            parser.add_argument(*names, type=int if kind is int else str, **kw)
+            parser.add_argument(*names, type=kind if kind in (int, float) else str, **kw)
 
 
 def config_from_args(
@@ -534,11 +530,15 @@ def config_from_args(
             raise ConfigError(f"--config {source!r}: no such file", fix=f"pass a YAML/JSON file{known}")
         data.update(load_config_file(path))
         where = str(path)
+    from ..run.validate import check_fields
+
     names = {f.name for f in dataclasses.fields(cls)}
-    for name in names:
+    for name in sorted(names):
         if name in vars(args):
             value = getattr(args, name)
             data[name] = (
                 dict(value) if isinstance(value, list) and value and isinstance(value[0], tuple) else value
             )
+            # a bad flag is the flag's fault, not the --config file's: checked alone, named as typed
+            check_fields(cls(**{name: data[name]}), where="--" + name.replace("_", "-"))
     return config_from_mapping(cls, data, where)
