@@ -121,7 +121,6 @@ def test_plot_run_on_a_null_step_is_one_error(tmp_path: Path, capsys) -> None:
 
 def test_one_training_run_per_folder(rows_file: Path, tmp_path: Path, capsys) -> None:
     from xtree_gym.agents.run.lock import RUN_LOCK, folder_lock
-
     from xtree_gym.corpus import read_corpus
     from xtree_gym.mining import mine
 

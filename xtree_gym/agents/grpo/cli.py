@@ -88,9 +88,8 @@ def add_train_command(
         if args.print_config:
             print(json.dumps(dataclasses.asdict(cfg), indent=1))
             return 0
-        with folder_lock(
-            cfg.output_dir if is_main_rank() else None, name=RUN_LOCK, what=f"xtree train {name}"
-        ):
+        folder = cfg.output_dir if is_main_rank() else None
+        with folder_lock(folder, name=RUN_LOCK, what=f"xtree train {name}", announce=False) as held:
             again = restart is not None and Path(cfg.output_dir).resolve() == restart.resolve()
             if restart is not None:
                 print(
@@ -99,6 +98,7 @@ def add_train_command(
                     file=sys.stderr,
                 )
             prepare_run_folder(cfg.output_dir, resume=cfg.resume, overwrite=args.overwrite or again)
+            held.announce()  # only now: a refused run leaves the folder, its lock file included, as it was
             with protect_inputs(input_files(cfg), option="-o (a link in the run folder)"):
                 return run(cfg)
 

@@ -24,6 +24,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 from ...errors import ConfigError
 
@@ -44,16 +45,38 @@ def holder_text(what: str) -> str:
     return f"{what} (pid {os.getpid()} on {socket.gethostname()}, started {started})"
 
 
+class Held:
+    """A held lock: :meth:`announce` writes this process as the holder into the lock file."""
+
+    def __init__(self, fh: IO[str] | None, what: str) -> None:
+        self._fh, self._what = fh, what
+
+    def announce(self) -> None:
+        """Name this process in the lock file (once the run is sure to write: a refused run leaves the
+        folder as it found it)."""
+        if self._fh is None:
+            return
+        self._fh.seek(0)
+        self._fh.truncate()  # a dead holder's text goes: the lock is ours now
+        self._fh.write(holder_text(self._what) + "\n")
+        self._fh.flush()
+
+
 @contextmanager
 def folder_lock(
-    out: str | os.PathLike[str] | None, *, name: str = EVAL_LOCK, what: str = "xtree eval"
-) -> Iterator[None]:
+    out: str | os.PathLike[str] | None,
+    *,
+    name: str = EVAL_LOCK,
+    what: str = "xtree eval",
+    announce: bool = True,
+) -> Iterator[Held]:
     """Hold ``out/name`` (``flock``) for the block; a second holder meanwhile is one :class:`ConfigError`
-    naming the first (pid, host, start time). ``None``: no lock."""
+    naming the first (pid, host, start time). ``None``: no lock. With ``announce=False`` the holder's
+    text is written only when the block calls ``held.announce()``."""
     import fcntl
 
     if out is None:
-        yield
+        yield Held(None, what)
         return
     folder = Path(out)
     try:
@@ -83,11 +106,10 @@ def folder_lock(
                 f"another {holder} is writing {str(folder)!r}",
                 fix="wait for it to finish, or use another -o folder",
             ) from None
-        fh.seek(0)
-        fh.truncate()  # a dead holder's text goes: the lock is ours now
-        fh.write(holder_text(what) + "\n")
-        fh.flush()
-        yield  # closing the file releases the lock
+        held = Held(fh, what)
+        if announce:
+            held.announce()
+        yield held  # closing the file releases the lock
 
 
 def is_main_rank() -> bool:
