@@ -137,6 +137,10 @@ def config_from_cli(config_cls: type[Any], args: argparse.Namespace) -> Any:
         data = {**dataclasses.asdict(cfg), **saved, **given, "resume": None}
         data["output_dir"] = given.get("output_dir", str(restart))
         return config_from_mapping(config_cls, data, where=str(restart / "config.json"))
+    if resume and getattr(args, "config", None):  # the file's settings too must be the run's
+        found = find_checkpoint(resume)
+        chosen = {**_config_file_keys(cfg, args.config), **given}
+        check_resume_config(read_state(found).get("config", {}), chosen, where=str(found))
     if resume and not getattr(args, "config", None):
         found = find_checkpoint(resume)
         saved = dict(read_state(found).get("config", {}))
@@ -145,6 +149,14 @@ def config_from_cli(config_cls: type[Any], args: argparse.Namespace) -> Any:
         saved["output_dir"] = str(found.parent)
         cfg = config_from_mapping(config_cls, {**saved, **given}, where=str(resume))
     return cfg
+
+
+def _config_file_keys(cfg: Any, source: str) -> dict[str, Any]:
+    """The fields ``--config SOURCE`` (a file or a recipe name) sets, with their values in ``cfg``."""
+    from .config import load_config_file
+
+    path = Path(source) if Path(source).exists() else recipes().get(source, Path(source))
+    return {k: getattr(cfg, k) for k in load_config_file(path) if hasattr(cfg, k)}
 
 
 def _saved_config(path: Path) -> dict[str, Any]:
