@@ -1,7 +1,8 @@
-"""Issue 25's surfaces as a careless and a hostile user meets them; counts the outcomes.
+"""Issue 25's (and issue 33's) surfaces as a careless and a hostile user meets them; counts the outcomes.
 
     python benchmarks/hardening2_sweep.py                  # the checkout on PYTHONPATH (or installed)
     PYTHONPATH=/path/to/main python benchmarks/hardening2_sweep.py   # "before"
+    python benchmarks/hardening2_sweep.py --issue33        # issue 33's cases only (run folders, messages)
 
 Every case runs ``xtree`` (or a short Python snippet) in its own subprocess, under a time limit, in
 a scratch folder. An outcome is
@@ -380,6 +381,103 @@ def file_cases(work: Path, f: dict[str, Path]) -> list[Case]:
 _KEEP: list[socket.socket] = []
 
 
+def issue33_cases(work: Path, f: dict[str, Path]) -> list[Case]:
+    """Issue 33's classes: writes through links, two runs in one folder, dead ends, line limits, messages."""
+    rows, run_dir = str(f["rows"]), f["run"]
+    sft = [
+        "train",
+        "sft",
+        "--rows",
+        rows,
+        "--epochs",
+        "1",
+        "--batch-size",
+        "2",
+        "--no-progress",
+        "--no-tensorboard",
+    ]
+    plots = work / "plots-link"
+    plots.mkdir()
+    linked = _copy_run(work, run_dir, "run-linked")
+    os.symlink(linked / "metrics.jsonl", plots / "learning_curves.png")
+    null = work / "nullrun"
+    null.mkdir()
+    (null / "metrics.jsonl").write_text('{"step": 1, "loss": 1.0}\n{"step": null, "loss": 0.5}\n')
+    locked = work / "run-locked"
+    locked.mkdir()
+    hold = textwrap.dedent(f"""
+        import fcntl, subprocess, sys
+        fh = open({str(locked / ".run.lock")!r}, "a+")
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        p = subprocess.run([sys.executable, "-m", "xtree_gym", *{[*sft, "-o", str(locked)]!r}],
+                           capture_output=True, text=True)
+        sys.stderr.write(p.stderr); sys.exit(p.returncode)
+    """)  # fmt: skip
+    nock = _copy_run(work, run_dir, "run-nock")
+    for ck in nock.glob("checkpoint-*"):
+        shutil.rmtree(ck)
+    (nock / "latest.json").unlink()
+    big = textwrap.dedent(f"""
+        import json, os, subprocess, sys
+        resp = {str(work / "big.json")!r}
+        open(resp, "w").write(json.dumps(["<action>" + "x" * 30000 + "</action>", "<action>win</action>"]))
+        argv = [sys.executable, "-m", "xtree_gym", "eval", "xtree_gym.agents.play.testing:EchoEnv", "--harness",
+                "react", "--backend", "scripted", "--responses", resp, "--tasks", "1", "-o", {str(work / "ev-big")!r}]
+        env = dict(os.environ, XTREE_MAX_LINE_BYTES="20000")
+        for _ in range(2):  # the second run reads the first's file
+            p = subprocess.run(argv, capture_output=True, text=True, env=env)
+            if p.returncode:
+                sys.stderr.write(p.stderr); sys.exit(p.returncode)
+    """)  # fmt: skip
+    model = work / "model-badjson"
+    model.mkdir()
+    (model / "config.json").write_text('{"model_type": ')
+    empty = work / "empty-tok"
+    empty.mkdir()
+    ev = ["eval", "XTree-Countdown-v0", "--harness", "node", "--backend", "scripted", "--tasks", "2",
+          "--responses", str(f["resp"])]  # fmt: skip
+    damaged = work / "ev-damaged"
+    shutil.copytree(work / "ev-done", damaged)
+    lines = (damaged / "episodes.jsonl").read_text().splitlines(keepends=True)
+    (damaged / "episodes.jsonl").write_text(lines[0] + '{"id": 7}\n' + "".join(lines[1:]))
+    finished = _copy_run(work, run_dir, "run-finished")
+    return [
+        Case("plot-run -o with a link onto the run's metrics", ["plot-run", str(linked), "-o", str(plots)],
+             refused("is the input file"), watch=[linked / "metrics.jsonl"]),
+        Case("plot-run on a null step", ["plot-run", str(null), "-o", str(work / "plots-null")], refused("step")),
+        Case("sft into a folder another run writes", [hold], refused("another xtree train"), python=True),
+        Case("sft --resume a run killed before its first checkpoint", [*sft, "--resume", str(nock)],
+             succeeds(lambda r: "from step 0" in r.err and any(nock.glob("checkpoint-*")))),
+        Case("eval: an episode longer than the line limit, twice", [big], succeeds(), python=True, limit=180),
+        Case("rlvr --kl-coef nan with a recipe", ["train", "rlvr", "--config", "webshop-cpu-smoke", "--kl-coef",
+             "nan", "-o", str(work / "r-kl")], refused("--kl-coef")),
+        Case("rlvr clip_eps_low 5", ["train", "rlvr", "--print-config", "--config",
+             str(_yaml(work, "clip", "clip_eps_low: 5"))], refused("clip_eps_low")),
+        Case("eval --advice nosuch.json", [*ev, "--advice", "nosuch.json", "-o", str(work / "ev-adv")],
+             refused("does not exist")),
+        Case("eval resume, a damaged episodes.jsonl", [*ev, "-o", str(damaged)], _refused_without("--skip-bad")),
+        Case("eval --model a folder with a broken config.json", ["eval", "XTree-Countdown-v0", "--harness", "node",
+             "--model", str(model), "-o", str(work / "ev-badmodel")], refused("config.json is broken")),
+        Case("sft-rows --tokenizer a folder without config.json", ["sft-rows", SAMPLE, "--format", "standard",
+             "--domain", "scienceworld", "--tokenizer", str(empty), "-o", str(work / "tok-rows.jsonl")],
+             refused("--tokenizer")),
+        Case("sft --resume with another --model", [*sft, "--resume", str(run_dir), "--model", str(work / "nosuch")],
+             refused("other settings"), watch=[run_dir]),
+        Case("sft --resume a finished run", [*sft, "--resume", str(finished)],
+             succeeds(lambda r: "already finished at step" in r.out), watch=[finished / "metrics.jsonl"]),
+        Case("mine --preset scienceworld, untokenized sample", ["mine", SAMPLE, "--preset", "scienceworld", "-o",
+             str(work / "preset-tree.json")], succeeds()),
+    ]  # fmt: skip
+
+
+def _refused_without(text: str) -> Callable[[Result], str]:
+    def judge(r: Result) -> str:
+        out = refused()(r)
+        return "silent" if out == "handled" and text in r.err else out
+
+    return judge
+
+
 def _still(path: Path, is_kind: Callable[[int], bool]) -> Callable[[Result], str]:
     def judge(r: Result) -> str:
         if not is_kind(os.lstat(path).st_mode):
@@ -442,10 +540,14 @@ def browser_cases(work: Path) -> list[Case]:
     ]  # fmt: skip
 
 
-def sweep(work: Path, browser: bool, only: str | None = None) -> tuple[Counter[str], list[str]]:
+def sweep(
+    work: Path, browser: bool, only: str | None = None, issue33_only: bool = False
+) -> tuple[Counter[str], list[str]]:
     f = setup(work)
     cases = [*train_cases(work, f), *eval_cases(work, f), *file_cases(work, f)]
-    if browser:
+    new = issue33_cases(work, f)  # after eval_cases: it copies the finished evaluation those made
+    cases = new if issue33_only else [*cases, *new]
+    if browser and not issue33_only:
         cases += browser_cases(work)
     counts: Counter[str] = Counter()
     lines = []
@@ -466,13 +568,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--no-browser", action="store_true", help="leave out the Chromium cases")
     ap.add_argument("-k", dest="only", help="only the cases whose name holds this text")
+    ap.add_argument("--issue33", action="store_true", help="only issue 33's cases (run folders, messages)")
     args = ap.parse_args()
     import xtree_gym
 
     browser = not args.no_browser and shutil.which("chromium") is not None
     print(f"xtree_gym from {Path(xtree_gym.__file__).parent}; load {os.getloadavg()[0]:.1f}", flush=True)
     with tempfile.TemporaryDirectory() as d:
-        counts, _ = sweep(Path(d), browser, args.only)
+        counts, _ = sweep(Path(d), browser, args.only, args.issue33)
     total = sum(counts.values())
     print(f"{total} cases: " + ", ".join(f"{counts[k]} {k}" for k in OUTCOMES))
     return 0 if counts["handled"] == total else 1

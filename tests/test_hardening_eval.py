@@ -65,7 +65,7 @@ def test_the_same_template_path_with_new_content_is_another_run(tmp_path: Path, 
 
 
 def test_two_evals_cannot_write_one_folder(tmp_path: Path, capsys) -> None:
-    from xtree_gym.agents.play.evaluate import folder_lock
+    from xtree_gym.agents.run.lock import folder_lock
 
     out = tmp_path / "ev"
     with folder_lock(out):  # another evaluation holds the folder (a second open file: flock conflicts)

@@ -40,7 +40,12 @@ def _sft(rows: Path, out: Path, *extra: str) -> int:
 
 
 def _snapshot(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    """Every file of a run folder but its lock (``.run.lock`` names the last run that held it)."""
+    return {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != ".run.lock"
+    }
 
 
 # -- 1. run folders ---------------------------------------------------------------------------------

@@ -121,7 +121,14 @@ _LAZY: dict[str, str] = {
 }
 
 
-__getattr__, __dir__ = lazy_exports(globals(), _LAZY)
+def _missing_extra(exc: ModuleNotFoundError, name: str) -> Exception | None:
+    """``from xtree_gym import XTreeBonus`` without gymnasium: one line naming ``xtree_gym[gym]``."""
+    from .errors import dependency_error
+
+    return dependency_error(exc, name)
+
+
+__getattr__, __dir__ = lazy_exports(globals(), _LAZY, _missing_extra)
 
 __all__ = [
     "BONUS_DESIGNS",

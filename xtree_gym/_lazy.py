@@ -23,15 +23,27 @@ from typing import Any
 
 
 def lazy_exports(
-    namespace: dict[str, Any], exports: Mapping[str, str]
+    namespace: dict[str, Any],
+    exports: Mapping[str, str],
+    on_missing: Callable[[ModuleNotFoundError, str], Exception | None] | None = None,
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """``(__getattr__, __dir__)`` for a package whose public names live in the modules ``exports`` maps to."""
+    """``(__getattr__, __dir__)`` for a package whose public names live in the modules ``exports`` maps to.
+
+    ``on_missing(exc, name)``: the error to raise instead when a name's module needs a package that is
+    not installed (None: the import error as it is).
+    """
 
     def __getattr__(name: str) -> Any:
         module = exports.get(name)
         if module is None:
             raise AttributeError(f"module {namespace['__name__']!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
+        try:
+            value = getattr(importlib.import_module(module), name)
+        except ModuleNotFoundError as exc:  # an optional package: one line naming the extra
+            err = on_missing(exc, f"{namespace['__name__']}.{name}") if on_missing else None
+            if err is None:
+                raise
+            raise err from None
         namespace[name] = value  # later look-ups are plain attribute reads
         return value
 

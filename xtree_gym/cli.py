@@ -77,6 +77,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except XTreeError as exc:
         print(f"xtree {args.command}: error: {exc}", file=sys.stderr)
         return 1
+    except ModuleNotFoundError as exc:  # an optional package the command reached without its own check
+        from .errors import dependency_error
+
+        err = dependency_error(exc, f"xtree {_command_name(args)}")
+        if err is None:
+            raise
+        print(f"xtree {args.command}: error: {err}", file=sys.stderr)
+        return 1
     except OSError as exc:  # unreadable or unwritable path named on the command line
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
         print(f"xtree {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
@@ -85,6 +93,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     return int(code or 0)
+
+
+def _command_name(args: argparse.Namespace) -> str:
+    """``eval``, ``train sft``, ``collect scienceworld``: the command as typed."""
+    sub = {"train": "method", "collect": "env"}.get(str(args.command))
+    value = getattr(args, sub, None) if sub else None
+    return f"{args.command} {value}" if isinstance(value, str) else str(args.command)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -89,5 +89,34 @@ def require_extra(extra: str, packages: tuple[str, ...], feature: str) -> None:
             raise missing_dependency(package, extra, feature)
 
 
+EXTRA_OF_PACKAGE: dict[str, str] = {
+    "gymnasium": "gym", "torch": "train", "transformers": "train", "accelerate": "train",
+    "safetensors": "train", "gguf": "train", "peft": "train", "scienceworld": "scienceworld",
+    "rapidfuzz": "webshop", "bm25s": "webshop", "Stemmer": "webshop", "textblob": "webshop",
+    "browsergym": "browser", "miniwob": "browser", "playwright": "browser", "textworld": "textworld",
+    "alfworld": "alfworld", "matplotlib": "render", "minigrid": "minigrid", "pyarrow": "columnar",
+    "tensorboard": "tracking", "vllm": "gpu", "trl": "interop", "jmespath": "interop",
+    "datasets": "interop", "verifiers": "interop", "gem": "interop", "tinker": "interop",
+    "tinker_cookbook": "interop", "openenv": "interop", "fastapi": "interop", "httpx": "interop",
+    "uvicorn": "interop", "websockets": "interop",
+}  # fmt: skip
+"""Top-level package -> the pip extra of ``pyproject.toml`` that installs it."""
+
+
+def dependency_error(exc: ModuleNotFoundError, feature: str) -> DependencyError | None:
+    """The one-line :class:`DependencyError` for an optional package that an import did not find, or None
+    when the missing module is not one of an extra's (a bug, which should keep its traceback).
+
+    Example:
+        >>> str(dependency_error(ModuleNotFoundError("No module named 'gymnasium'", name="gymnasium"), "xtree eval"))
+        "xtree eval needs the package 'gymnasium', which is not installed -- fix: pip install 'xtree_gym[gym]'"
+        >>> dependency_error(ModuleNotFoundError("x", name="xtree_gym.nope"), "xtree eval") is None
+        True
+    """
+    top = (exc.name or "").split(".")[0]
+    extra = EXTRA_OF_PACKAGE.get(top)
+    return missing_dependency(top, extra, feature) if extra else None
+
+
 class NoSignalError(XTreeError, RuntimeError):
     """A training run stopped because its steps carry no learning signal (all advantages 0, all invalid)."""

@@ -132,7 +132,12 @@ class Progress:
         if self.total:
             frac = min(1.0, self.n / self.total)
             if self.mode == "log":
-                return f"{self.desc}: {self.n}/{self.total} ({frac:.0%}) after {elapsed:.0f}s"
+                eta = (
+                    f", ETA {format_seconds((self.total - self.n) / rate)}"
+                    if rate > 0 and self.n < self.total
+                    else ""
+                )
+                return f"{self.desc}: {self.n}/{self.total} ({frac:.0%}) after {elapsed:.0f}s{eta}"
             filled = int(frac * 24)
             bar = "#" * filled + "-" * (24 - filled)
             eta = f" ETA {(self.total - self.n) / rate:.0f}s" if rate > 0 and self.n < self.total else ""
@@ -152,6 +157,24 @@ class Progress:
                 sys.stderr.write("\r" + self._text(now))
             sys.stderr.flush()
 
+    def write(self, line: str) -> None:
+        """Print ``line`` on stderr above the bar (whatever the mode: a step line is shown even with the bar off).
+
+        Example:
+            >>> import contextlib, io
+            >>> err = io.StringIO()
+            >>> with contextlib.redirect_stderr(err):
+            ...     Progress(total=2, enabled=False).write("step 1/2")
+            >>> err.getvalue()
+            'step 1/2\\n'
+        """
+        with self._lock:
+            if self.mode == "bar":
+                sys.stderr.write("\r\033[K" + line + "\n" + self._text(time.monotonic()))
+            else:
+                sys.stderr.write(line + "\n")
+            sys.stderr.flush()
+
     def close(self) -> None:
         if self._ticker is not None:
             self._stop.set()
@@ -169,6 +192,35 @@ class Progress:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def format_seconds(seconds: float) -> str:
+    """``42s``, ``3m05s``, ``2h14m``: a duration as people read it.
+
+    Example:
+        >>> format_seconds(42.4), format_seconds(185), format_seconds(8040)
+        ('42s', '3m05s', '2h14m')
+    """
+    s = round(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+def eta_line(done: int, total: int, elapsed: float) -> str:
+    """``3/10, 12s so far, ETA 28s``: how far a run of ``total`` units is, its ETA from the speed so far.
+
+    Example:
+        >>> eta_line(1, 4, 30.0), eta_line(4, 4, 100.0)
+        ('1/4, 30s so far, ETA 1m30s', '4/4, 1m40s so far, done')
+    """
+    if done >= total:
+        return f"{done}/{total}, {format_seconds(elapsed)} so far, done"
+    if done <= 0 or elapsed <= 0:
+        return f"{done}/{total}, {format_seconds(elapsed)} so far"
+    return f"{done}/{total}, {format_seconds(elapsed)} so far, ETA {format_seconds(elapsed / done * (total - done))}"
 
 
 def progress(

@@ -267,6 +267,12 @@ def collect(
 
 
 def _handler(args: argparse.Namespace) -> int:
+    from ..errors import require_extra
+
+    # the extra first: on a core-only install, a data-dir message would send the user the wrong way
+    require_extra(
+        "webshop", ("gymnasium", "rapidfuzz", "bm25s", "Stemmer", "textblob"), "xtree collect webshop"
+    )
     from ..corpus.io import refuse_overwrite
     from ..corpus.records import write_corpus
     from ..envs.webshop import WebShopEnv

@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from ..errors import CorpusError
+from .io import refuse_overwrite
 from .records import iter_corpus, write_corpus
 
 
@@ -33,22 +34,10 @@ def convert(src: str, dst: str, *, skip_bad: bool = False) -> tuple[int, int]:
         >>> (d / "back.jsonl").read_text() == line
         True
     """
-    if _same_file(src, dst):
-        raise CorpusError(
-            f"output {dst!r} is the input file", fix="write to another path (inputs are never overwritten)"
-        )
+    refuse_overwrite(dst, [src], error=CorpusError)  # the one rule: through .., symlinks and hard links
     skipped: list[Any] = []
     n = write_corpus(dst, iter_corpus(src, skip_bad=skip_bad, skipped=skipped))
     return n, len(skipped)
-
-
-def _same_file(a: str, b: str) -> bool:
-    import os
-
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
 
 
 def cmd_convert(args: argparse.Namespace) -> int:

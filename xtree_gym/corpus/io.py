@@ -93,6 +93,7 @@ def output_target(path: str | os.PathLike[str]) -> Path:
         True
     """
     target = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
+    _refuse_protected(path)
     try:
         mode = os.stat(target).st_mode
     except OSError:
@@ -143,7 +144,13 @@ def _temp_beside(target: Path) -> tuple[int, str]:
     _LIVE_TEMPS.add(tmp)
     umask = os.umask(0)
     os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the usual permissions
+    try:
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the usual permissions
+    except OSError as exc:  # sysfs, procfs and some FUSE mounts: say which output failed, not the temp
+        os.close(fd)
+        _remove(tmp)
+        _LIVE_TEMPS.discard(tmp)
+        raise OSError(exc.errno, exc.strerror, str(target)) from None
     return fd, tmp
 
 
@@ -195,6 +202,74 @@ def open_bytes(path: str | os.PathLike[str]) -> IO[bytes]:
 MAX_LINE_BYTES = int(os.environ.get("XTREE_MAX_LINE_BYTES", 64 << 20))
 """Longest line a JSONL reader takes (``XTREE_MAX_LINE_BYTES`` changes it): a longer one is
 refused after reading that much (64 MiB by default), so a ``.gz`` that expands to GBs without a newline cannot take GBs."""
+
+
+CUT_MARKER = " ...[cut by xtree: {n} characters dropped so the record fits one line]"
+"""Put where :func:`fit_json_line` cut a string (``{n}``: how many characters went)."""
+
+
+def fit_json_line(record: Any, limit: int | None = None) -> tuple[str, int]:
+    """``(line, cuts)``: ``record`` as one JSON line (newline included) that the readers take -- at most
+    ``limit`` bytes (:data:`MAX_LINE_BYTES`) -- and how many strings were cut to get there.
+
+    A record too big is not written unreadable: every string longer than a common cap (found by
+    bisection, so as much text as fits is kept) is cut and ends in :data:`CUT_MARKER`. A record that
+    cannot fit even with every string cut is one :class:`ValueError`.
+
+    Example:
+        >>> line, cuts = fit_json_line({"steps": [{"observation": "x" * 500}, {"action": "go"}]}, limit=200)
+        >>> cuts, len(line.encode()) <= 200, line.endswith("\\n"), "[cut by xtree:" in line
+        (1, True, True, True)
+        >>> fit_json_line({"a": 1}, limit=200)
+        ('{"a": 1}\\n', 0)
+    """
+    cap = limit or MAX_LINE_BYTES
+
+    def dumped(obj: Any) -> tuple[str, bool]:
+        text = json.dumps(obj, ensure_ascii=False) + "\n"
+        return text, len(text.encode("utf-8")) <= cap
+
+    line, fits = dumped(record)
+    if fits:
+        return line, 0
+    lo, hi, best = 0, _longest_string(record), None
+    while lo <= hi:  # the largest per-string cap at which the line fits
+        mid = (lo + hi) // 2
+        cuts = [0]
+        text, fits = dumped(_capped(record, mid, cuts))
+        if fits:
+            best, lo = (text, cuts[0]), mid + 1
+        else:
+            hi = mid - 1
+    if best is None:
+        raise ValueError(
+            f"a record of {len(line.encode('utf-8'))} bytes cannot be cut to fit a {cap}-byte line"
+        )
+    return best
+
+
+def _longest_string(record: Any) -> int:
+    if isinstance(record, str):
+        return len(record)
+    if isinstance(record, dict):
+        return max((_longest_string(v) for v in record.values()), default=0)
+    if isinstance(record, list):
+        return max((_longest_string(v) for v in record), default=0)
+    return 0
+
+
+def _capped(record: Any, limit: int, cuts: list[int]) -> Any:
+    """A copy of ``record`` whose strings longer than ``limit`` characters are cut there, with the marker."""
+    if isinstance(record, str):
+        if len(record) <= limit + 100:  # a cut must shrink the string: the marker itself takes ~80
+            return record
+        cuts[0] += 1
+        return record[:limit] + CUT_MARKER.format(n=len(record) - limit)
+    if isinstance(record, dict):
+        return {k: _capped(v, limit, cuts) for k, v in record.items()}
+    if isinstance(record, list):
+        return [_capped(v, limit, cuts) for v in record]
+    return record
 
 
 def bounded_lines(fh: IO[bytes], limit: int | None = None) -> Iterator[bytes]:
@@ -364,6 +439,42 @@ def refuse_overwrite(
                 f"output {str(output)!r} ({option}) is the input file {str(inp)!r}; writing it would destroy the input",
                 fix=f"write to a different path with {option}",
             )
+
+
+_PROTECTED: list[tuple[str, str]] = []  # (input path, the option that named it) of the running command
+
+
+@contextmanager
+def protect_inputs(inputs: Iterable[str | os.PathLike[str] | None], *, option: str = "-o") -> Iterator[None]:
+    """While the block runs, every write through :func:`output_target` (so every atomic writer and
+    append writer of the toolkit) refuses a path that is -- or links to -- one of ``inputs``.
+
+    This is the one "an output is never an input" rule for writers whose outputs are not one named
+    path: a folder of PNGs, a run folder, an evaluation folder (a symlink planted there is caught).
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> d = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (d / "metrics.jsonl").write_text("{}\\n"); os.symlink(d / "metrics.jsonl", d / "curves.png")
+        >>> with protect_inputs([d / "metrics.jsonl"]):
+        ...     atomic_write_bytes(d / "curves.png", b"png")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        xtree_gym.errors.ConfigError: output '...curves.png' (-o) is the input file '...metrics.jsonl'; ...
+        >>> (d / "metrics.jsonl").read_text()
+        '{}\\n'
+    """
+    added = [(str(p), option) for p in inputs if p is not None]
+    _PROTECTED.extend(added)
+    try:
+        yield
+    finally:
+        for item in added:
+            _PROTECTED.remove(item)
+
+
+def _refuse_protected(output: str | os.PathLike[str]) -> None:
+    for inp, option in _PROTECTED:
+        refuse_overwrite(output, [inp], option=option)
 
 
 # -- strict JSON: one clear problem instead of RecursionError, NaN or an unencodable surrogate ---------

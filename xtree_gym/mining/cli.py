@@ -36,7 +36,13 @@ _OVERRIDES = {  # CLI option -> MinerConfig field, type
 def register_cli(sub: Any, collect_sub: Any) -> None:
     p = sub.add_parser("mine", help="mine an X-Tree from corpus files")
     p.add_argument("corpus", nargs="+", help="corpus file(s) (.jsonl, .jsonl.gz or .parquet)")
-    p.add_argument("--preset", default="scienceworld", choices=sorted(PRESETS), help="Table 6/8 settings")
+    p.add_argument(
+        "--preset",
+        default=None,
+        choices=sorted(PRESETS),
+        help="Table 6/8 settings (default scienceworld); given, it also canonicalizes steps without a "
+        "'token' unless --domain names another canonicalizer",
+    )
     for opt, (field, typ) in _OVERRIDES.items():
         p.add_argument(opt, dest=field, type=typ, default=None, help=f"override MinerConfig.{field}")
     p.add_argument("--domain", help="canonicalizer for steps without a 'token' (e.g. scienceworld)")
@@ -116,6 +122,18 @@ def _load(
     return corpus
 
 
+def preset_domain(preset: str | None) -> str | None:
+    """The canonicalizer ``--preset NAME`` implies: the domain of that name, when one exists.
+
+    Example:
+        >>> preset_domain("scienceworld"), preset_domain(None)
+        ('scienceworld', None)
+    """
+    from ..canon import available_domains
+
+    return preset if preset and preset in available_domains() else None
+
+
 def cmd_mine(args: argparse.Namespace) -> int:
     from ..corpus.columnar import ColumnarCorpus, FastPathUnavailable
     from ..corpus.stream import read_encoded
@@ -132,8 +150,9 @@ def cmd_mine(args: argparse.Namespace) -> int:
         corpus = corpus.sort()
         corpus.keep_tokens = False
     overrides = {f: getattr(args, f) for f, _ in _OVERRIDES.values()}
-    cfg = MinerConfig.preset(args.preset, **overrides)
-    tree = mine(corpus, cfg, domain=args.domain, progress=None, name=args.name, engine=args.engine)
+    cfg = MinerConfig.preset(args.preset or "scienceworld", **overrides)
+    domain = args.domain or preset_domain(args.preset)
+    tree = mine(corpus, cfg, domain=domain, progress=None, name=args.name, engine=args.engine)
     tree.save(args.output)
     s = tree.summary()
     print(

@@ -76,34 +76,102 @@ def add_train_command(
 
     def _cmd(args: argparse.Namespace) -> int:
         require_extra("train", TRAIN_PACKAGES, f"xtree train {name}")
-        from ..run.runfolder import prepare_run_folder
+        from ...corpus.io import protect_inputs
+        from ..run.lock import RUN_LOCK, folder_lock, is_main_rank
+        from ..run.runfolder import checkpointless_run, prepare_run_folder
 
+        restart = checkpointless_run(getattr(args, "resume", None))
         cfg = config_from_cli(config_cls, args)
+        checked = getattr(cfg, "resolved", None) or getattr(cfg, "check", None)
+        if checked is not None:  # the ranges too, before the folder is touched (and what is printed is valid)
+            checked()
         if args.print_config:
             print(json.dumps(dataclasses.asdict(cfg), indent=1))
             return 0
-        prepare_run_folder(cfg.output_dir, resume=cfg.resume, overwrite=args.overwrite)
-        return run(cfg)
+        folder = cfg.output_dir if is_main_rank() else None
+        with folder_lock(folder, name=RUN_LOCK, what=f"xtree train {name}", announce=False) as held:
+            again = restart is not None and Path(cfg.output_dir).resolve() == restart.resolve()
+            if restart is not None:
+                print(
+                    f"{restart}: the run has a config but no checkpoint (it stopped before its first save); "
+                    "starting it again from step 0",
+                    file=sys.stderr,
+                )
+            prepare_run_folder(cfg.output_dir, resume=cfg.resume, overwrite=args.overwrite or again)
+            held.announce()  # only now: a refused run leaves the folder, its lock file included, as it was
+            with protect_inputs(input_files(cfg), option="-o (a link in the run folder)"):
+                return run(cfg)
 
     p.set_defaults(func=_cmd)
     return p
 
 
+def input_files(cfg: Any) -> list[str]:
+    """The files a run reads that its config names (rows, corpus, tree, OPSD bank, ...): a write into the
+    run folder that lands on one of them (a planted link) is refused.
+
+    Example:
+        >>> from xtree_gym.agents.grpo.config import GRPOConfig
+        >>> input_files(GRPOConfig(tree=__file__)) == [__file__]
+        True
+    """
+    skip = {"output_dir", "resume"}
+    return sorted(
+        v for f in dataclasses.fields(cfg) if f.name not in skip
+        for v in [getattr(cfg, f.name)] if isinstance(v, str) and v and Path(v).is_file()
+    )  # fmt: skip
+
+
 def config_from_cli(config_cls: type[Any], args: argparse.Namespace) -> Any:
     """Defaults < resumed run's config < ``--config`` < flags; unknown keys are one error."""
     from ..run.checkpoint import find_checkpoint, read_state
+    from ..run.runfolder import check_resume_config, checkpointless_run
     from .config import config_from_args, config_from_mapping
 
     cfg = config_from_args(config_cls, args, recipes())
     resume = getattr(args, "resume", None)
+    given = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(config_cls) if f.name in vars(args)}
+    restart = checkpointless_run(resume)
+    if restart is not None:  # stopped before its first checkpoint: the same run again, from step 0
+        saved = {} if getattr(args, "config", None) else _saved_config(restart / "config.json")
+        data = {**dataclasses.asdict(cfg), **saved, **given, "resume": None}
+        data["output_dir"] = given.get("output_dir", str(restart))
+        return config_from_mapping(config_cls, data, where=str(restart / "config.json"))
+    if resume and getattr(args, "config", None):  # the file's settings too must be the run's
+        found = find_checkpoint(resume)
+        chosen = {**_config_file_keys(cfg, args.config), **given}
+        check_resume_config(read_state(found).get("config", {}), chosen, where=str(found))
     if resume and not getattr(args, "config", None):
         found = find_checkpoint(resume)
         saved = dict(read_state(found).get("config", {}))
+        check_resume_config(saved, given, where=str(found))  # another --model: refused before it is loaded
         # continue in the run folder the checkpoint belongs to (the copy's, if it was moved), unless -o says
         saved["output_dir"] = str(found.parent)
-        given = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(config_cls) if f.name in vars(args)}
         cfg = config_from_mapping(config_cls, {**saved, **given}, where=str(resume))
     return cfg
+
+
+def _config_file_keys(cfg: Any, source: str) -> dict[str, Any]:
+    """The fields ``--config SOURCE`` (a file or a recipe name) sets, with their values in ``cfg``."""
+    from .config import load_config_file
+
+    path = Path(source) if Path(source).exists() else recipes().get(source, Path(source))
+    return {k: getattr(cfg, k) for k in load_config_file(path) if hasattr(cfg, k)}
+
+
+def _saved_config(path: Path) -> dict[str, Any]:
+    """A run's ``config.json`` as a mapping (one :class:`ConfigError` naming it when it cannot be read)."""
+    from ...corpus.io import loads_strict
+
+    try:
+        data = loads_strict(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ConfigError(
+            f"cannot read the run's config ({exc})", where=str(path), fix="pass --config FILE"
+        ) from None
+    if not isinstance(data, dict):
+        raise ConfigError("the run's config is not a mapping", where=str(path), fix="pass --config FILE")
+    return data
 
 
 def register_train(train_sub: Any) -> None:
@@ -118,11 +186,46 @@ def register_train(train_sub: Any) -> None:
     )
 
 
+def rollout_cost(method: str, cfg: Any) -> str:
+    """The up-front line of an RL run: how much it generates (each step then prints its time and an ETA).
+
+    Example:
+        >>> from xtree_gym.agents.grpo.config import GRPOConfig
+        >>> rollout_cost("rlvr", GRPOConfig(env="XTree-WebShop-v0", steps=2, tasks_per_step=1, n=2, max_new_tokens=12))
+        'rlvr: 2 steps x 1 task(s) x 2 rollouts, each <= 15 turns of <= 12 new tokens (<= 360 generated tokens a step) with tiny-random; every step prints its line and an ETA'
+    """
+    turns = cfg.max_steps or cfg.resolved().max_steps
+    per_step = cfg.tasks_per_step * cfg.n * turns * cfg.max_new_tokens
+    return (
+        f"{method}: {cfg.steps} steps x {cfg.tasks_per_step} task(s) x {cfg.n} rollouts, each <= {turns} turns "
+        f"of <= {cfg.max_new_tokens} new tokens (<= {per_step:,} generated tokens a step) with {cfg.model}; "
+        "every step prints its line and an ETA"
+    )
+
+
+def finished_note(trainer: Any) -> str | None:
+    """``RUN: already finished at step N ...`` when a resumed run has no step left, else None."""
+    if trainer.step < trainer.cfg.steps:
+        return None
+    return (
+        f"{trainer.cfg.output_dir}: already finished at step {trainer.step} (steps = {trainer.cfg.steps}); "
+        f"nothing to do -- pass --steps N (N > {trainer.step}) with --resume to train on"
+    )
+
+
 def run_rlvr(cfg: Any) -> int:
     from .trainer import GRPOTrainer
 
+    if not cfg.resume:
+        print(rollout_cost("rlvr", cfg), file=sys.stderr)
     trainer = GRPOTrainer(cfg)
+    done = finished_note(trainer)
+    if done and trainer.acc.is_main_process:
+        print(done)
+        return 0
     if trainer.acc.is_main_process:
+        if cfg.resume:
+            print(rollout_cost("rlvr", trainer.cfg) + f"; resuming at step {trainer.step}", file=sys.stderr)
         out = Path(trainer.cfg.output_dir)
         out.mkdir(parents=True, exist_ok=True)
         from ...corpus.io import atomic_write_text

@@ -299,6 +299,11 @@ def check_config(cfg: GRPOConfig) -> None:
     for name in ("clip_eps_low", "clip_eps_high", "segcost_lam", "eval_temperature"):
         if getattr(cfg, name) < 0:
             raise ConfigError(f"{name} = {getattr(cfg, name)!r} must be >= 0")
+    if not cfg.clip_eps_low < 1:  # the ratio's lower clip 1 - eps must stay above 0
+        raise ConfigError(
+            f"clip_eps_low = {cfg.clip_eps_low!r} must be < 1 (the ratio is clipped below at 1 - clip_eps_low)",
+            fix="use a value in [0, 1), e.g. 0.2",
+        )
     check_bonus_mode(cfg.bonus_mode, cfg.bonus_margin, cfg.bonus_anneal_end)  # bonus mode (issue 23)
     if cfg.shaping == "xtree" and not cfg.tree:
         raise ConfigError("shaping 'xtree' needs a tree", fix="pass --tree TREE.json (from `xtree mine`)")
@@ -521,11 +526,15 @@ def config_from_args(
             raise ConfigError(f"--config {source!r}: no such file", fix=f"pass a YAML/JSON file{known}")
         data.update(load_config_file(path))
         where = str(path)
+    from ..run.validate import check_fields
+
     names = {f.name for f in dataclasses.fields(cls)}
-    for name in names:
+    for name in sorted(names):
         if name in vars(args):
             value = getattr(args, name)
             data[name] = (
                 dict(value) if isinstance(value, list) and value and isinstance(value[0], tuple) else value
             )
+            # a bad flag is the flag's fault, not the --config file's: checked alone, named as typed
+            check_fields(cls(**{name: data[name]}), where="--" + name.replace("_", "-"))
     return config_from_mapping(cls, data, where)

@@ -36,7 +36,7 @@ from ..model.vllm import push_weights_to_vllm
 from ..play.tasks import generic_tasks, rank_share, scienceworld_tasks, webshop_goal_indices, webshop_tasks
 from ..run import checkpoint as ckpt
 from ..run.guards import check_finite_step
-from ..run.metrics import MetricsWriter, reduce_sums, safe_div
+from ..run.metrics import MetricsWriter, reduce_sums, safe_div, step_line
 from ..run.runfolder import check_resume_config, refuse_existing_run
 from ..run.scaleout import inner_optimizer, load_sharded, save_args
 from ..run.tracking import Trackers, resolve_trackers
@@ -512,11 +512,15 @@ class GRPOTrainer:
         try:
             with Progress(total=self.cfg.steps, desc=self.method, enabled=None if enabled else False) as bar:
                 bar.update(self.step)
+                first, t0 = self.step, time.monotonic()
                 while self.step < self.cfg.steps:
                     m = self.train_step()
                     lines.append(m)
                     bar.set_description(f"{self.method} reward {m['reward']:.3f} win {m['win_rate']:.2f}")
                     bar.update()
+                    if self.acc.is_main_process:  # every step its line, bar or not (a recipe may turn it off)
+                        left = self.cfg.steps - first
+                        bar.write(step_line(self.method, m, self.step - first, left, time.monotonic() - t0))
         finally:
             self.writer.close()
             self.trackers.close()

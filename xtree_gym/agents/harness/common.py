@@ -45,6 +45,12 @@ def build_advisor(
     from ...render.advice import Advisor
     from ...render.stats import CorpusUsage
 
+    if isinstance(tree, (str, os.PathLike)):  # a missing file is said first: it is the first thing wrong
+        from ...corpus.io import input_problem
+
+        problem = input_problem(tree, "advice tree file")
+        if problem:
+            raise ConfigError(problem, fix="pass the tree file written by `xtree mine` (--advice TREE.json)")
     if corpus is None:
         raise ConfigError(
             "advice needs the corpus the tree was mined from (nodes are ranked by the goals they occur in)",

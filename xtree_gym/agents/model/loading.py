@@ -290,8 +290,11 @@ def _looks_like_hub_id(name: str) -> bool:
     )
 
 
-def resolve_source(name_or_path: str) -> tuple[str, bool]:
+def resolve_source(name_or_path: str, option: str = "--model") -> tuple[str, bool]:
     """``(what from_pretrained gets, local)``: an existing HF folder (local) or a hub id (not local).
+
+    A folder whose ``config.json`` is missing or not JSON is one :class:`ConfigError` naming the file;
+    ``option`` is the flag the fixes name (``--tokenizer`` for ``xtree sft-rows``).
 
     Example:
         >>> resolve_source("Qwen/Qwen2.5-1.5B-Instruct")
@@ -303,21 +306,49 @@ def resolve_source(name_or_path: str) -> tuple[str, bool]:
     """
     path = Path(name_or_path).expanduser()
     if path.is_dir():
-        if not (path / "config.json").is_file():
+        config = path / "config.json"
+        if not config.is_file():
             raise ConfigError(
                 f"model folder {str(path)!r} has no config.json",
-                fix="point --model at a Hugging Face model folder (config.json + weights)",
+                fix=f"point {option} at a Hugging Face model folder (config.json + weights)",
             )
+        _check_json(config)
         return str(path), True
     if path.exists() or not _looks_like_hub_id(name_or_path):
         raise ConfigError(
             f"unknown model {name_or_path!r}: not a built-in name, a folder nor a hub id",
-            fix=f"use one of {', '.join(MODEL_NAMES)}, a Hugging Face model folder, or a hub id (org/name)",
+            fix=f"give {option} one of {', '.join(MODEL_NAMES)}, a Hugging Face model folder, or a hub id (org/name)",
         )
     return name_or_path, False
 
 
-def _hub_error(name: str, exc: Exception) -> ConfigError:
+def _check_json(path: Path) -> None:
+    """A local model folder's JSON file that cannot be parsed is one error naming it (not a hub hint)."""
+    import json
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ConfigError(
+            f"the model folder's {path.name} is broken ({exc})",
+            where=str(path),
+            fix="repair that file or write the model folder again (save_pretrained / hf download)",
+        ) from None
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"the model folder's {path.name} does not hold a JSON object",
+            where=str(path),
+            fix="repair that file or write the model folder again (save_pretrained / hf download)",
+        )
+
+
+def _hub_error(name: str, exc: Exception, local: bool = False) -> ConfigError:
+    if local:  # a folder on disk: the hub is not involved, its files are
+        return ConfigError(
+            f"cannot load the model folder: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}",
+            where=name,
+            fix="the folder's files are broken or incomplete: repair them or write the folder again",
+        )
     offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
     hint = (
         "HF_HUB_OFFLINE is set: download it first (`hf download NAME`) or unset it"
@@ -330,28 +361,31 @@ def _hub_error(name: str, exc: Exception) -> ConfigError:
     )
 
 
-def _source(name_or_path: str) -> tuple[str, bool]:
+def _source(name_or_path: str, option: str = "--model") -> tuple[str, bool]:
     """Like :func:`resolve_source`, with ``smollm2`` built (local) first."""
     if name_or_path == "smollm2":
         return str(smollm2_folder()), True
-    return resolve_source(name_or_path)
+    return resolve_source(name_or_path, option)
 
 
-def load_tokenizer(name_or_path: str) -> Any:
-    """The tokenizer of ``name_or_path`` (``smollm2``, ``tiny-random``, an HF folder or a hub id)."""
+def load_tokenizer(name_or_path: str, option: str = "--model") -> Any:
+    """The tokenizer of ``name_or_path`` (``smollm2``, ``tiny-random``, an HF folder or a hub id);
+    ``option`` is the flag its errors name."""
     _require_transformers(f"model {name_or_path!r}")
     if name_or_path == "tiny-random":
         return tiny_tokenizer()
-    if name_or_path == "smollm2":
+    if name_or_path == "smollm2":  # the tokenizer alone: no dequantized weights needed
         source, local = str(smollm2_folder(tokenizer_only=True)), True
     else:
-        source, local = resolve_source(name_or_path)
+        source, local = resolve_source(name_or_path, option)
     from transformers import AutoTokenizer
 
     try:
         tok = AutoTokenizer.from_pretrained(source, local_files_only=local)
-    except OSError as exc:
-        raise _hub_error(name_or_path, exc) from exc
+    except (OSError, ValueError) as exc:  # ValueError: a broken tokenizer file of a local folder
+        if not local and not isinstance(exc, OSError):
+            raise
+        raise _hub_error(source if local else name_or_path, exc, local) from None
     probe = "Hello world, op(+, 55, 87)\n"
     if (
         local
@@ -436,7 +470,7 @@ def load_model(
         except OSError as exc:
             if local and Path(source).is_dir() and any(Path(source).glob("*.safetensors")):
                 raise _weights_error(source, exc) from None  # the folder is there: its weights are bad
-            raise _hub_error(name_or_path, exc) from exc
+            raise _hub_error(source if local else name_or_path, exc, local) from None
         except Exception as exc:  # truncated/corrupt weights (SafetensorError), size mismatch
             if not isinstance(exc, (ValueError, RuntimeError)) and "Safetensor" not in type(exc).__name__:
                 raise

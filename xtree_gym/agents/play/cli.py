@@ -61,7 +61,6 @@ def read_responses(path: str) -> list[str]:
 def _handler(args: argparse.Namespace) -> int:
     if args.backend == "hf":  # the model backends import torch; scripted and oracle play without it
         require_extra("train", ("torch", "transformers"), "xtree eval --backend hf")
-    from .evaluate import evaluate
 
     sampling: dict[str, Any] = {"temperature": args.temperature, "top_p": args.top_p}
     # unset: the harness's own (its closing tag, the response length its protocol needs)
@@ -84,7 +83,23 @@ def _handler(args: argparse.Namespace) -> int:
         harness_args["advice"] = args.advice
     if args.template:
         harness_args["template"] = args.template
-    result = evaluate(
+    from ...corpus.io import protect_inputs
+
+    files = [v for v in harness_args.values() if isinstance(v, str)]  # advice_corpus=, template=, ...
+    with protect_inputs([args.responses, args.advice, args.template, *files]):
+        result = _evaluate(args, harness_args, sampling)
+    shown = {k: result[k] for k in ("env", "harness", "fold", "backend", "episodes", "success_rate", "score")}
+    if "success_rate_rlvmr" in result:
+        shown["success_rate_rlvmr"] = result["success_rate_rlvmr"]
+    print(json.dumps(shown))
+    print(f"wrote {args.output}/results.json and {args.output}/episodes.jsonl")
+    return 0
+
+
+def _evaluate(args: argparse.Namespace, harness_args: dict[str, Any], sampling: dict[str, Any]) -> Any:
+    from .evaluate import evaluate
+
+    return evaluate(
         args.env_id,
         model=args.model,
         harness=args.harness,
@@ -104,12 +119,6 @@ def _handler(args: argparse.Namespace) -> int:
         seed=args.seed,
         progress=None,
     )
-    shown = {k: result[k] for k in ("env", "harness", "fold", "backend", "episodes", "success_rate", "score")}
-    if "success_rate_rlvmr" in result:
-        shown["success_rate_rlvmr"] = result["success_rate_rlvmr"]
-    print(json.dumps(shown))
-    print(f"wrote {args.output}/results.json and {args.output}/episodes.jsonl")
-    return 0
 
 
 def register_cli(subparsers: Any, collect_subparsers: Any) -> None:

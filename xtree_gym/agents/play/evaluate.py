@@ -22,13 +22,14 @@ import json
 import math
 import os
 import random
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ...corpus.io import atomic_write_text, loads_strict
-from ...errors import ConfigError
+from ...corpus import io as _io
+from ...corpus.io import atomic_write_text, fit_json_line, loads_strict, output_target
+from ...errors import ConfigError, CorpusError
+from ..run.lock import folder_lock
 from ..types import Episode, TaskSpec
 from .rollout import env_domain, rollout
 
@@ -188,13 +189,39 @@ def read_episodes(path: Path) -> list[Episode]:
         atomic_write_text(path, "".join(lines))
     if not lines:
         return []
-    return [Episode.from_trajectory(t) for t in read_corpus(path)]
+    try:
+        return [Episode.from_trajectory(t) for t in read_corpus(path)]
+    except CorpusError as exc:  # its own fix names flags of `xtree mine`, which `xtree eval` has not
+        raise CorpusError(
+            exc.what,
+            where=exc.where,
+            fix=f"move {path} away (the episodes in it are played again) or use another -o folder",
+        ) from None
+
+
+def _line(episode: Episode) -> str:
+    """The episode's ``episodes.jsonl`` line, cut to what the readers take (never written unreadable)."""
+    import sys
+
+    try:
+        line, cuts = fit_json_line(episode.to_trajectory().to_dict())
+    except ValueError as exc:  # thousands of turns of short texts: nothing long to cut
+        raise CorpusError(
+            f"episode {episode.id}: {exc}", fix="raise XTREE_MAX_LINE_BYTES or lower --max-steps"
+        ) from None
+    if cuts:
+        print(
+            f"episode {episode.id}: {cuts} long text(s) cut so its line fits {_io.MAX_LINE_BYTES} bytes "
+            "(marked '[cut by xtree: ...]')",
+            file=sys.stderr,
+        )
+    return line
 
 
 def _append(path: Path, episode: Episode) -> None:
     """One line per episode, flushed to disk before the next: a crash loses at most the line in flight."""
-    line = json.dumps(episode.to_trajectory().to_dict(), ensure_ascii=False) + "\n"
-    with open(path, "a", encoding="utf-8") as fh:
+    line = _line(episode)
+    with open(output_target(path), "a", encoding="utf-8") as fh:
         fh.write(line)
         fh.flush()
         os.fsync(fh.fileno())
@@ -248,9 +275,7 @@ def _resume(
     complete = {k for k, eps in by_key.items() if k in wanted and len({e.member for e in eps}) >= n}
     kept = [e for e in existing if str(e.meta.get("key")) in complete]
     if len(kept) != len(existing):  # drop cut-short groups so they are played again in full
-        atomic_write_text(
-            path, "".join(json.dumps(e.to_trajectory().to_dict(), ensure_ascii=False) + "\n" for e in kept)
-        )
+        atomic_write_text(path, "".join(_line(e) for e in kept))
     return kept, [s for s in specs if s.key not in complete]
 
 
@@ -341,6 +366,11 @@ def evaluate(
     out = Path(output_dir) if output_dir is not None else None
     with folder_lock(out):
         kept, todo = _resume(out, config, specs, n) if out is not None else ([], specs)
+        if backend in ("hf", "vllm") and todo:
+            import sys
+
+            print(eval_cost(len(todo), n, max_steps or h.step_limit, getattr(gen, "max_new_tokens", None), model),
+                  file=sys.stderr)  # fmt: skip
         finished = _recorder(out, {s.key: i for i, s in enumerate(specs)}, model, fold_name)
         new = rollout(
             env_id, todo, gen, h, n=n, tokenizer=tok, env_kwargs={**env_defaults(env_id), **args},
@@ -355,6 +385,25 @@ def evaluate(
             text = json.dumps(json_safe(result), indent=2, sort_keys=True, allow_nan=False)
             atomic_write_text(out / "results.json", text + "\n")
     return result
+
+
+def eval_cost(tasks: int, n: int, turns: int, new_tokens: int | None, model: str | None) -> str:
+    """The up-front line of an evaluation with a model: what it may generate at most.
+
+    Example:
+        >>> eval_cost(6, 1, 30, 256, "smollm2")
+        'eval: 6 episode(s) to play (6 task(s) x n 1), each <= 30 turns of <= 256 new tokens (<= 46,080 generated tokens) with smollm2; the progress line shows tok/s and an ETA'
+    """
+    episodes = tasks * n
+    budget = (
+        f" of <= {new_tokens} new tokens (<= {episodes * turns * new_tokens:,} generated tokens)"
+        if new_tokens
+        else ""
+    )
+    return (
+        f"eval: {episodes} episode(s) to play ({tasks} task(s) x n {n}), each <= {turns} turns{budget} with {model}; "
+        "the progress line shows tok/s and an ETA"
+    )
 
 
 def jsonable_args(args: Mapping[str, Any]) -> dict[str, Any]:
@@ -398,30 +447,3 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [json_safe(v) for v in value]
     return value
-
-
-@contextmanager
-def folder_lock(out: Path | None) -> Iterator[None]:
-    """Hold ``out/.eval.lock`` (``flock``; the kernel releases it even on ``kill -9``) for the block; a
-    second evaluation of the same folder meanwhile is one :class:`ConfigError`. ``None``: no lock."""
-    import fcntl
-
-    if out is None:
-        yield
-        return
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / ".eval.lock", "a+", encoding="utf-8") as fh:
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            fh.seek(0)
-            holder = fh.read().strip() or "?"
-            raise ConfigError(
-                f"another xtree eval (pid {holder}) is writing {str(out)!r}",
-                fix="wait for it to finish, or use another -o folder",
-            ) from None
-        fh.seek(0)
-        fh.truncate()
-        fh.write(f"{os.getpid()}\n")
-        fh.flush()
-        yield  # closing the file releases the lock

@@ -379,7 +379,16 @@ class _Run:
         if self.bar is not None:
             tokens = self.tokens + self.streamed
             rate = tokens / max(self.bar.elapsed(), 1e-9)
-            self.bar.set_postfix(f"{self.turns} turns, {tokens} tokens, {rate:.1f} tok/s")
+            text = f"{self.turns} turns, {tokens} tokens, {rate:.1f} tok/s"
+            per_turn = getattr(self.generator, "max_new_tokens", None)
+            if (
+                isinstance(per_turn, int) and self.bar.total and rate > 0
+            ):  # the worst case left, at this speed
+                from ...progress import format_seconds
+
+                left = max(0, self.bar.total * self.cap * per_turn - tokens)
+                text += f", ETA <= {format_seconds(left / rate)}"
+            self.bar.set_postfix(text)
 
     def _invalid_turn(self, live: _Live, turn: Turn, error: str) -> None:
         turn.token, turn.slots = NO_ACTION_TOKEN, {"rest": ""}

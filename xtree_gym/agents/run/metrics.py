@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ...corpus.io import atomic_write_text
+from ...corpus.io import atomic_write_text, output_target
 
 METRICS_FILE = "metrics.jsonl"
 RLVR_KEYS = (
@@ -70,7 +70,7 @@ class MetricsWriter:
         if not self.enabled:
             return
         line = json.dumps({k: _clean(v) for k, v in metrics.items()})
-        with open(self.path, "a", encoding="utf-8") as fh:  # one short line: appended whole
+        with open(output_target(self.path), "a", encoding="utf-8") as fh:  # one short line: appended whole
             fh.write(line + "\n")
             fh.flush()
         if self._tb is not None:
@@ -108,6 +108,22 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
         if isinstance(data, dict):
             out.append(data)
     return out
+
+
+def step_line(method: str, metrics: Mapping[str, Any], done: int, total: int, elapsed: float) -> str:
+    """The line a trainer prints after each optimizer step: the step, its key numbers, an ETA that moves.
+
+    ``done``/``total`` count the steps of this invocation (a resumed run counts from where it resumed).
+
+    Example:
+        >>> step_line("rlvr", {"step": 1, "reward": 0.5, "win_rate": 0.5, "loss": -0.01234}, 1, 2, 12.0)
+        'rlvr step 1: reward=0.5 win_rate=0.5 loss=-0.01234 (1/2, 12s so far, ETA 12s)'
+    """
+    from ...progress import eta_line
+
+    keys = ("reward", "win_rate", "loss", "kl", "epoch")
+    shown = " ".join(f"{k}={metrics[k]:.4g}" for k in keys if isinstance(metrics.get(k), (int, float)))
+    return f"{method} step {metrics.get('step')}: {shown} ({eta_line(done, total, elapsed)})"
 
 
 def reduce_sums(values: Mapping[str, float], accelerator: Any = None) -> dict[str, float]:

@@ -40,8 +40,8 @@ def _checked(lines: list[dict[str, Any]], run: str | Path) -> list[dict[str, Any
     from ...errors import ConfigError
 
     for i, line in enumerate(lines, start=1):
-        step = line.get("step")
-        if step is not None and (isinstance(step, bool) or not isinstance(step, int)):
+        step = line.get("step", 0)  # absent: numbered by position; present, it must be an integer
+        if isinstance(step, bool) or not isinstance(step, int):
             raise ConfigError(
                 f"step = {step!r} is not an integer",
                 where=f"{Path(run) / 'metrics.jsonl'}: record {i}",
@@ -83,7 +83,19 @@ def _shaping(run: str | Path) -> str | None:
 
 
 def plot_runs(runs: Sequence[str | Path], output: str | Path) -> list[Path]:
-    """Write ``learning_curves.png`` and ``lambda_vs_win_rate.png`` into ``output``."""
+    """Write ``learning_curves.png`` and ``lambda_vs_win_rate.png`` into ``output``.
+
+    A PNG path in ``output`` that is (a link to) a run's ``metrics.jsonl`` or ``config.json`` is refused
+    before anything is written (:func:`~xtree_gym.corpus.io.protect_inputs`).
+    """
+    from ...corpus.io import protect_inputs
+
+    inputs = [Path(r) / name for r in runs for name in ("metrics.jsonl", "config.json")]
+    with protect_inputs(inputs):
+        return _plot_runs(runs, output)
+
+
+def _plot_runs(runs: Sequence[str | Path], output: str | Path) -> list[Path]:
     plt = _pyplot()
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)

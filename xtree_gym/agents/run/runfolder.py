@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError
+from .lock import LOCK_FILES
 
 RUN_MARKERS = ("metrics.jsonl", "latest.json", "config.json")
 """Files whose presence says a folder holds a training run (besides ``checkpoint-*/``)."""
@@ -32,6 +33,8 @@ RESUME_FREE = frozenset(
 )  # fmt: skip
 """Config fields a resume may change (how long, where, how it is shown and saved, not what is learned)."""
 
+STATE_FILE = "trainer_state.json"
+"""The file that makes a ``checkpoint-N`` folder a complete checkpoint (written by ``run.checkpoint``)."""
 _CKPT_RE = re.compile(r"checkpoint-(\d+)")
 _TEMP_RE = re.compile(r"\.checkpoint-\d+\.(\d+)\.[A-Za-z0-9_]+")  # save_checkpoint's temp folders
 
@@ -61,7 +64,7 @@ def holds_run(run: str | os.PathLike[str]) -> bool:
 
 def _visible_entries(run: Path) -> list[str]:
     try:
-        return sorted(n for n in os.listdir(run) if not _TEMP_RE.fullmatch(n))
+        return sorted(n for n in os.listdir(run) if not _TEMP_RE.fullmatch(n) and n not in LOCK_FILES)
     except FileNotFoundError:
         return []
     except NotADirectoryError:
@@ -117,6 +120,31 @@ def prepare_run_folder(output_dir: str | os.PathLike[str], *, resume: str | None
             shutil.rmtree(target)
         else:
             target.unlink()
+
+
+def checkpointless_run(resume: str | os.PathLike[str] | None) -> Path | None:
+    """The run folder ``resume`` names when it holds the run's ``config.json`` but no checkpoint yet (the run
+    was stopped before its first save), else None. ``--resume`` starts such a run again from step 0.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> d = pathlib.Path(tempfile.mkdtemp())
+        >>> checkpointless_run(d) is None                      # no config: not a run
+        True
+        >>> _ = (d / "config.json").write_text("{}"); checkpointless_run(d) == d
+        True
+        >>> (d / "checkpoint-000002").mkdir(); _ = (d / "checkpoint-000002" / "trainer_state.json").write_text("{}")
+        >>> checkpointless_run(d) is None                      # a checkpoint to resume from
+        True
+    """
+    if not resume:
+        return None
+    p = Path(resume)
+    if checkpoint_step(p) is not None or not (p / "config.json").is_file() or (p / STATE_FILE).is_file():
+        return None
+    if any((c / STATE_FILE).is_file() for c in checkpoints_by_step(p)):
+        return None
+    return p
 
 
 def _resumes_into(run: Path, resume: str) -> bool:

@@ -35,6 +35,10 @@ def run_sft(cfg: Any) -> int:
     from .sft import train_sft
 
     out = train_sft(cfg)
+    if out.get("finished"):
+        print(f"{out['output_dir']}: already finished at step {out['step']}; nothing to do -- pass --epochs N "
+              "(more than the run's) with --resume to train on")  # fmt: skip
+        return 0
     keys = ("step", "epoch", "loss", "initial_loss", "final_loss", "rows", "skipped_rows")
     print(json.dumps({k: out.get(k) for k in keys}))
     print(f"wrote {out['output_dir']}/metrics.jsonl and checkpoint-{int(out.get('step', 0)):06d}")
@@ -42,11 +46,19 @@ def run_sft(cfg: Any) -> int:
 
 
 def run_offline(cfg: Any) -> int:
+    import sys
+
+    from ..grpo.cli import finished_note, rollout_cost
     from .offline import instance_summary
     from .offline_trainer import OfflineTrainer
 
     trainer = OfflineTrainer(cfg)
+    done = finished_note(trainer)
+    if done and trainer.acc.is_main_process:
+        print(done)
+        return 0
     if trainer.acc.is_main_process:
+        print(rollout_cost("offline", trainer.cfg) + f"; starting at step {trainer.step}", file=sys.stderr)
         from pathlib import Path
 
         from ...corpus.io import atomic_write_text

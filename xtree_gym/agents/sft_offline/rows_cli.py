@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError
@@ -36,18 +35,11 @@ def load_tokenizer(name: str) -> Any:
     """A tokenizer by model name (``smollm2``, ``tiny-random``) or HF folder, through the models room."""
     from ..model.loading import load_tokenizer as _load
 
-    return _load(name)
-
-
-def refuse_overwrite(output: str, inputs: list[str]) -> None:
-    """One clear error when ``output`` is one of the input files (an input is never overwritten)."""
-    out = Path(output).resolve()
-    for p in inputs:
-        if Path(p).resolve() == out:
-            raise ConfigError(f"-o {output!r} is an input file", fix="write the rows to a new file")
+    return _load(name, option="--tokenizer")
 
 
 def cmd_sft_rows(args: argparse.Namespace) -> int:
+    from ...corpus.io import refuse_overwrite
     from ...corpus.records import read_corpus
     from ...mining.tree import XTree
     from .rows import RowSummary, iter_rows, write_rows

@@ -285,16 +285,21 @@ def train_sft(cfg: SFTConfig) -> dict[str, Any]:
         load_optimizer(ckpt, opt)
         start = int(state["step"])
     schedule = _schedule(len(rows), cfg)
+    if start >= len(schedule):  # a finished run resumed: nothing to train, nothing to rewrite
+        return {"step": start, "output_dir": str(run), "finished": True}
+    tokens = sum(len(r.input_ids) for r in rows)
+    _say(f"sft: {len(schedule) - start} optimizer steps left of {len(schedule)}: {len(rows)} rows ({tokens:,} tokens) "
+         f"x {cfg.epochs} epoch(s) on {device}")  # fmt: skip
     writer = MetricsWriter(run, tensorboard=cfg.tensorboard)
     writer.truncate(start)
     _write_config(run, cfg)
     kw = {"pad_id": pad_id, "micro_batch_tokens": cfg.micro_batch_tokens, "device": device}
     shown = None if cfg.progress else False
-    initial = (
-        evaluate_loss(model, rows, **kw, desc="sft: loss before training", progress=shown)
-        if start == 0
-        else math.nan
-    )
+    initial = math.nan
+    if start == 0:
+        t0 = time.perf_counter()
+        initial = evaluate_loss(model, rows, **kw, desc="sft: loss before training", progress=shown)
+        _say(training_estimate(time.perf_counter() - t0, cfg.epochs))
     line = _run_steps(model, opt, rows, schedule, start, cfg, writer, tok, kw)
     writer.close()
     final = evaluate_loss(model, rows, **kw, desc="sft: loss after training", progress=shown)
@@ -305,6 +310,21 @@ def train_sft(cfg: SFTConfig) -> dict[str, Any]:
         "initial_loss": initial,
         "final_loss": final,
     }
+
+
+def training_estimate(forward_seconds: float, epochs: int) -> str:
+    """The up-front cost of SFT from a measured speed: a step's forward + backward costs ~3 forward passes.
+
+    Example:
+        >>> training_estimate(40.0, 2)
+        'sft: one forward pass over the rows took 40s, so training should take about 4m00s (3 passes a token x 2 epoch(s)), plus checkpoints'
+    """
+    from ...progress import format_seconds
+
+    return (
+        f"sft: one forward pass over the rows took {format_seconds(forward_seconds)}, so training should take about "
+        f"{format_seconds(3 * forward_seconds * epochs)} (3 passes a token x {epochs} epoch(s)), plus checkpoints"
+    )
 
 
 def _run_steps(
