@@ -54,8 +54,6 @@ EXTRA_IMPORTS: dict[str, list[str]] = {
         "datasets",
         "verifiers.v1",
         "gem",
-        "tinker",
-        "tinker_cookbook",
         "openenv.core",
         "fastapi",
         "httpx",
@@ -65,18 +63,18 @@ EXTRA_IMPORTS: dict[str, list[str]] = {
         "xtree_gym.adapters.openenv_env",
         "xtree_gym.adapters.trl_env",
         "xtree_gym.adapters.gem_env",
-        "xtree_gym.adapters.tinker_env",
         "xtree_gym_verifiers",
     ],
+    "tinker": ["gymnasium", "tinker", "tinker_cookbook", "xtree_gym.adapters.tinker_env"],
     "columnar": ["pyarrow", "xtree_gym.corpus.arrow_io"],
     "bench": ["tokenizers", "psutil"],
     "dev": ["pytest", "hypothesis", "ruff", "mypy", "tokenizers", "psutil", "datasets"],
 }
 FIND_SPEC: dict[str, list[str]] = {"webarena": ["browsergym.webarena"]}  # its import fetches NLTK data
 
-GPU_COMBOS = ("train,gpu", "train,gpu,tracking", "dev,train,scienceworld,gpu")
+GPU_COMBOS = ("train,gpu", "train,gpu,tracking", "test,gpu", "dev,train,scienceworld,gpu")
 """Every extra combination with ``gpu`` the README and docs give as an install line: each resolves."""
-GPU_CONFLICTS = {"test,gpu": "transformers", "interop,gpu": "transformers"}
+GPU_CONFLICTS = {"tinker,gpu": "transformers"}
 """Named as impossible (tinker-cookbook caps transformers at 5.5.4, every torch-2.13 vLLM needs >= 5.10.4)."""
 
 
@@ -158,9 +156,9 @@ def _requires(pin: str, tmp: Path) -> list[str]:
 
 @pytest.mark.slow
 def test_gpu_and_interop_stay_apart_for_the_reason_given(tmp_path: Path) -> None:
-    """[test,gpu] / [interop,gpu]: tinker-cookbook's transformers cap lies below vLLM's floor.
+    """[tinker,gpu]: tinker-cookbook's transformers cap lies below vLLM's floor (why tinker is its own extra).
 
-    (pip's own resolution of [test,gpu] takes minutes of backtracking to say ResolutionImpossible; the
+    (pip's own resolution of [tinker,gpu] takes minutes of backtracking to say ResolutionImpossible; the
     two pins' metadata say why in seconds.) When this fails, a release lifted the cap: move the
     combinations to GPU_COMBOS and the docs.
     """
@@ -169,12 +167,12 @@ def test_gpu_and_interop_stay_apart_for_the_reason_given(tmp_path: Path) -> None
     from packaging.version import Version
 
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
-    pins = [d for d in extras["interop"] if d.startswith("tinker-cookbook==")] + extras["gpu"]
+    pins = [d for d in extras["tinker"] if d.startswith("tinker-cookbook==")] + extras["gpu"]
     assert len(pins) == 2 and pins[1].startswith("vllm==")
     specs = []
     for pin in pins:
         reqs = [Requirement(r) for r in _requires(pin, tmp_path)]
-        specs.append(next(r.specifier for r in reqs if r.name == GPU_CONFLICTS["test,gpu"] and not r.marker))
+        specs.append(next(r.specifier for r in reqs if r.name == GPU_CONFLICTS["tinker,gpu"] and not r.marker))
     cap = min(Version(s.version) for s in specs[0] if s.operator in ("<=", "<"))
     floor = max(Version(s.version) for s in specs[1] if s.operator == ">=")
     assert cap < floor, (str(specs[0]), str(specs[1]))

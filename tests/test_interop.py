@@ -249,7 +249,7 @@ def test_verifiers_v1_group_reward_is_eq3(tree, tmp_path, loopback, run_async, m
 
 def test_tinker_group_rewards_add_the_bonus(tree):
     pytest.importorskip(
-        "tinker_cookbook", reason="tinker-cookbook is not installed: pip install 'xtree_gym[interop]'"
+        "tinker_cookbook", reason="tinker-cookbook is not installed: pip install 'xtree_gym[tinker]'"
     )
     from tinker_cookbook.completers import TokenCompleter, TokensWithLogprobs
     from tinker_cookbook.rl.rollouts import do_group_rollout
