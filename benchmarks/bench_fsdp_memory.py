@@ -1,6 +1,6 @@
 """Per-rank memory of the GRPO trainer: 1 process vs FSDP over 2 processes (CPU, gloo), same global batch.
 
-A random Qwen2-shaped model (``--hidden`` 512, ``--layers`` 8: ~31M parameters, the tiny tokenizer)
+A random Qwen2-shaped model (``--hidden`` 512, ``--layers`` 8: 25.4M parameters, the tiny tokenizer)
 is written to a temp folder and trained by the real :class:`~xtree_gym.agents.grpo.trainer.GRPOTrainer`
 with a KL reference (``kl_coef`` 0.05) and an EMA teacher (OPSD ``empty``, ``opsd_teacher ema``),
 float32: once as one process, once under the documented launch line
@@ -9,7 +9,8 @@ Each rank measures
 
 * **peak**: its resident-set high-water mark (psutil, sampled every 2 ms) over the trainer's set-up
   (policy + reference + teacher) and ONE update on its share of ``--rows`` rows, minus its resident
-  set just before the set-up (the libraries and the process group are not counted);
+  set just before the set-up (the libraries and the process group are not counted; glibc's mmap
+  threshold is fixed at 128 KiB in both runs so that freed tensors leave the resident set);
 * **params + optimizer**: the bytes of the policy's parameters and AdamW state this rank holds after
   the update (local shards under FSDP), and the reference's and teacher's parameter bytes.
 
@@ -136,7 +137,9 @@ def rank_run(out: Path, model: str, n_rows: int) -> None:
 
 
 def launch(world: int, out: Path, model: str, n_rows: int) -> list[dict[str, Any]]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    # a fixed mmap threshold: glibc's dynamic one would keep freed tensors in its heap, and the resident
+    # set would count memory the process no longer uses (the same setting for both runs)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "MALLOC_MMAP_THRESHOLD_": "131072"}
     me = [str(Path(__file__).resolve()), "--rank-run", str(out), "--model", model, "--rows", str(n_rows)]
     if world == 1:
         cmd = [sys.executable, *me]

@@ -133,6 +133,12 @@ def test_fsdp_launch_line_shards_and_matches_one_process(tmp_path: Path) -> None
     one, two = tmp_path / "one", tmp_path / "fsdp"
     train(one, world=1, steps=2)
     train(two, world=2, steps=2)
+    count = model_tensor_count(lora=False)
+    for step in (1, 2):
+        assert_same_weights(weights(one, step), weights(two, step), count)
+    assert_same_metrics(one, two, 2)
+    assert any(m["grad_norm"] > 0 for m in metrics(one))
+    assert not torch.equal(weights(one, 1)["model.norm.weight"], weights(one, 2)["model.norm.weight"])
     p1, p2 = parallel(one), parallel(two)
     assert (p1["kind"], p1["world"], len(p1["param_bytes_per_rank"])) == ("none", 1, 1)
     assert (p2["kind"], p2["world"], len(p2["param_bytes_per_rank"])) == ("fsdp", 2, 2)
@@ -140,12 +146,6 @@ def test_fsdp_launch_line_shards_and_matches_one_process(tmp_path: Path) -> None
     assert all(b <= 0.6 * p2["param_bytes_total"] for b in p2["param_bytes_per_rank"])
     # an FSDP checkpoint is each rank's shards; the last step also exports the Hugging Face folder
     assert (two / "checkpoint-000002" / "dcp").is_dir()
-    count = model_tensor_count(lora=False)
-    for step in (1, 2):
-        assert_same_weights(weights(one, step), weights(two, step), count)
-    assert_same_metrics(one, two, 2)
-    assert any(m["grad_norm"] > 0 for m in metrics(one))
-    assert not torch.equal(weights(one, 1)["model.norm.weight"], weights(one, 2)["model.norm.weight"])
 
 
 def test_fsdp_on_one_process_without_a_process_group_is_one_clear_error(monkeypatch) -> None:
@@ -170,8 +170,13 @@ def test_fsdp_on_one_process_without_a_process_group_is_one_clear_error(monkeypa
 @pytest.mark.slow
 @pytest.mark.parametrize("lora", [False, True], ids=["full", "lora"])
 def test_one_vs_fsdp_vs_ddp_three_steps_and_resume_across_world_sizes(tmp_path: Path, lora: bool) -> None:
-    """1 process vs 2 FSDP vs 2 DDP, 3 steps; FSDP step 2 resumed at world 1 and the 1-process one at world 2."""
-    extra = ("--lora-r", "4", "--lora-alpha", "8") if lora else ()
+    """1 process vs 2 FSDP vs 2 DDP, 3 steps; FSDP step 2 resumed at world 1 and the 1-process one at world 2.
+
+    Full fine-tuning also distils from an EMA teacher (OPSD), so the teacher is sharded, updated and
+    checkpointed too; LoRA keeps the reference as the base with the adapters off.
+    """
+    ema = ("--opsd", "empty", "--opsd-teacher", "ema", "--opsd-c", "0.1", "--opsd-ema", "0.5")
+    extra = ("--lora-r", "4", "--lora-alpha", "8") if lora else ema
     runs = {"one": (1, "none"), "fsdp": (2, "fsdp"), "ddp": (2, "ddp")}
     for name, (world, kind) in runs.items():
         train(tmp_path / name, world=world, kind=kind, extra=extra)

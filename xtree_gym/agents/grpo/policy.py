@@ -82,10 +82,9 @@ def build_models(cfg: Any, acc: Any, weights: str) -> Models:
     """Load the policy (``weights`` dtype), adapt it, and set up data parallelism as launched.
 
     Plain or DDP (``accelerate launch`` without FSDP): the reference and the EMA teacher are copies
-    of the policy. FSDP (:mod:`xtree_gym.agents.run.sharding`): they are loaded again from the same
-    source and sharded like the policy -- no full copy of the model is kept on any rank; under
-    mixed precision the policy is read in the low dtype and only its shards are cast to the float32
-    master dtype.
+    of the policy. FSDP (:mod:`xtree_gym.agents.run.sharding`): they are built sharded from the
+    start (:func:`_sharded_twin`) -- no rank ever holds a whole copy of them; under mixed precision
+    the policy is read in the low dtype and only its shards are cast to the float32 master dtype.
     """
     from ..run.sharding import plan, shard
 
@@ -112,13 +111,9 @@ def build_models(cfg: Any, acc: Any, weights: str) -> Models:
     else:  # Accelerate shards the policy in prepare
         opt = torch.optim.AdamW(_trainable(model), lr=cfg.lr, weight_decay=cfg.weight_decay)
         model, opt = acc.prepare(model, opt)
-    with torch.random.fork_rng(devices=[]):  # the copies draw nothing from the run's RNG
-        ref = _sharded_copy(cfg, acc, low or master, adapt=False) if needs_base and not cfg.lora_r else None
-        ema = _sharded_copy(cfg, acc, master, adapt=True) if wants_ema else None
-    if ema is not None:
-        with torch.no_grad():
-            for e, p in zip(ema.parameters(), acc.unwrap_model(model).parameters(), strict=True):
-                e.copy_(p.detach())
+    policy = acc.unwrap_model(model)
+    ref = _sharded_twin(cfg, policy, low or master, adapt=False) if needs_base and not cfg.lora_r else None
+    ema = _sharded_twin(cfg, policy, master, adapt=True) if wants_ema else None
     return Models(model, opt, tokenizer, ref, ema)
 
 
@@ -126,19 +121,35 @@ def _trainable(model: Any) -> list[Any]:
     return [p for p in model.parameters() if p.requires_grad]
 
 
-def _sharded_copy(cfg: Any, acc: Any, dtype: torch.dtype, adapt: bool) -> Any:
-    """A frozen model loaded from the policy's source in ``dtype`` (LoRA-adapted if ``adapt``), sharded."""
+def _sharded_twin(cfg: Any, policy: Any, dtype: torch.dtype, adapt: bool) -> Any:
+    """A frozen copy of the sharded ``policy`` that never exists whole: the same model built on the meta
+    device (LoRA-adapted if ``adapt``), sharded, given memory shard by shard, and filled from the
+    policy's shards and buffers. Built before any update (and before a resume loads the checkpoint),
+    it is the warm start: the KL reference, or the EMA teacher's first value.
+    """
     from ..run.sharding import shard
 
-    twin, _ = load_policy(cfg.model, device=acc.device, dtype=dtype, seed=cfg.seed, attn=cfg.attn)
-    if adapt and cfg.lora_r:
-        from ..model.lora import apply_lora
+    base = policy.get_base_model() if hasattr(policy, "get_base_model") else policy
+    with torch.random.fork_rng(devices=[]), torch.device("meta"):  # draws nothing from the run's RNG
+        twin = type(base)(base.config).to(dtype)
+        if adapt and cfg.lora_r:
+            from ..model.lora import apply_lora
 
-        twin = apply_lora(twin, r=cfg.lora_r, alpha=cfg.lora_alpha, targets=cfg.lora_targets)
+            twin = apply_lora(twin, r=cfg.lora_r, alpha=cfg.lora_alpha, targets=cfg.lora_targets)
     twin.eval()
     for p in twin.parameters():
         p.requires_grad_(False)
-    return shard(twin)
+    shard(twin, frozen=True)
+    device = next(policy.parameters()).device
+    twin.to_empty(device=device)
+    with torch.no_grad():
+        for e, p in zip(twin.parameters(), policy.parameters(), strict=True):
+            e.copy_(p.detach())
+        for (name, b), (other, c) in zip(twin.named_buffers(), policy.named_buffers(), strict=True):
+            if name != other or b.shape != c.shape:
+                raise RuntimeError(f"the frozen copy's buffer {name} does not match the policy's {other}")
+            b.copy_(c)
+    return twin
 
 
 def sequence_logps(

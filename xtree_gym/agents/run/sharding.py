@@ -74,12 +74,15 @@ def block_classes(model: Any) -> set[str]:
     return set()
 
 
-def shard(model: Any, mixed: str = "no", master: Any = None) -> Any:
+def shard(model: Any, mixed: str = "no", master: Any = None, frozen: bool = False) -> Any:
     """``fully_shard`` every transformer block, then the root model (in place; returns ``model``).
 
     ``mixed`` ``bf16``/``fp16``: FSDP2's mixed precision (compute in the low dtype, gradients reduced in
     float32). ``master``: cast the *sharded* parameters to this dtype afterwards (a model loaded in
     bf16 gets float32 master weights, 1/world of them per rank, never a full float32 copy).
+    ``frozen``: a model that only runs forwards (the reference, the teacher): FSDP2 keeps a root's
+    weights gathered after its forward for the backward that follows, which never comes here, so
+    the root is resharded after each forward.
     """
     import torch
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
@@ -98,6 +101,8 @@ def shard(model: Any, mixed: str = "no", master: Any = None) -> Any:
     # the root is the transformers model itself: a PEFT wrapper's generate() calls it, not the wrapper
     root = model.get_base_model() if hasattr(model, "get_base_model") else model
     fully_shard(root, mp_policy=mp)
+    if frozen:
+        root.register_forward_hook(lambda module, args, output: module.reshard())
     if master is not None and any(p.dtype != master for p in model.parameters() if p.requires_grad):
         model.to(master)
     return model
