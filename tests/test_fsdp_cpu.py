@@ -183,6 +183,8 @@ def test_one_vs_fsdp_vs_ddp_three_steps_and_resume_across_world_sizes(tmp_path: 
         assert parallel(tmp_path / name)["kind"] == kind
     count = model_tensor_count(lora)
     one = tmp_path / "one"
+    first, last = weights(one, 1), weights(one, 3)
+    assert any(not torch.equal(first[k], last[k]) for k in first)  # the updates move the weights
     for other in ("fsdp", "ddp"):
         for step in (1, 2, 3):
             assert_same_weights(weights(one, step), weights(tmp_path / other, step), count)

@@ -281,7 +281,8 @@ class GRPOTrainer:
         from ..model.generation import make_generator
 
         stop = tuple(getattr(self.harness, "stop", ()) or ())
-        sampling = {"temperature": cfg.temperature, "top_p": cfg.top_p, "max_new_tokens": cfg.max_new_tokens}
+        sampling: dict[str, Any] = {"temperature": cfg.temperature, "top_p": cfg.top_p,
+                                     "max_new_tokens": cfg.max_new_tokens}  # fmt: skip
         if cfg.backend == "vllm":  # one engine per rank, built once; its weights follow every update
             if self._vllm is None:
                 from ..model.loading import smollm2_folder

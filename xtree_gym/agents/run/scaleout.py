@@ -181,7 +181,7 @@ def load_plain_into_sharded(model: Any, optimizer: Any, ema: Any, path: Path) ->
         state = plain_optimizer_by_name(model, ckpt.read_optimizer_state(path))
         load_full_optimizer_state(model, optimizer, state)
     if ema is not None:
-        extra = {k[4:]: v for k, v in ckpt.load_extra(path).items() if k.startswith("ema.")}
+        extra: dict[str, Any] = {k[4:]: v for k, v in ckpt.load_extra(path).items() if k.startswith("ema.")}
         set_model_state_dict(ema, extra, options=StateDictOptions(full_state_dict=True, strict=False))
 
 
