@@ -38,13 +38,7 @@ from ..run import checkpoint as ckpt
 from ..run.guards import check_finite_step
 from ..run.metrics import MetricsWriter, reduce_sums, safe_div
 from ..run.runfolder import check_resume_config, refuse_existing_run
-from ..run.scaleout import (
-    SHARD_DIR,
-    inner_optimizer,
-    load_plain_into_sharded,
-    load_shards,
-    save_sharded_checkpoint,
-)
+from ..run.scaleout import load_any, save_any
 from ..run.sharding import clip_grad_norm, fsdp_requested, gathered, max_over_ranks, write_parallel
 from ..run.tracking import Trackers, resolve_trackers
 from ..types import Episode, Generation, GenRequest, TaskSpec
@@ -691,23 +685,10 @@ class GRPOTrainer:
             "files": files,
             "keep": self.cfg.keep_checkpoints,
         }
-        if self.parallel["kind"] == "fsdp":
-            every = self.cfg.export_every
-            export = self.step == self.cfg.steps or bool(every and self.step % every == 0)
-            path = save_sharded_checkpoint(self.acc, self.run_dir, self.step, model=self.policy,
-                                           optimizer=self.optimizer, ema=self.ema, export=export,
-                                           **common)  # fmt: skip
-        else:
-            path = None
-            if self.acc.is_main_process:
-                extra = (
-                    {f"ema.{k}": v for k, v in self.ema.state_dict().items()}
-                    if self.ema is not None
-                    else None
-                )
-                path = ckpt.save_checkpoint(self.run_dir, self.step, model=self.policy,
-                                            optimizer=inner_optimizer(self.optimizer), extra_tensors=extra,
-                                            **common)  # fmt: skip
+        every = self.cfg.export_every
+        export = self.step == self.cfg.steps or bool(every and self.step % every == 0)
+        path = save_any(self.acc, self.run_dir, self.step, kind=self.parallel["kind"], model=self.policy,
+                        optimizer=self.optimizer, ema=self.ema, export=export, **common)  # fmt: skip
         self.acc.wait_for_everyone()
         return path
 
@@ -715,16 +696,7 @@ class GRPOTrainer:
         """Restore weights, optimizer, EMA teacher, tree, buffers and the step from a checkpoint."""
         state = ckpt.read_state(path)
         check_resume_config(state.get("config", {}), self.cfg.to_dict(), where=str(path))
-        if (path / SHARD_DIR).is_dir():  # written by an FSDP run: DCP reshards to this world size
-            load_shards(self.policy, self.optimizer, self.ema, path / SHARD_DIR)
-        elif self.parallel["kind"] == "fsdp":
-            load_plain_into_sharded(self.policy, self.optimizer, self.ema, path)
-        else:
-            ckpt.load_model_weights(self.policy, path)
-            ckpt.load_optimizer(path, inner_optimizer(self.optimizer))
-            if self.ema is not None:
-                extra = ckpt.load_extra(path)
-                self.ema.load_state_dict({k[4:]: v for k, v in extra.items() if k.startswith("ema.")})
+        load_any(path, kind=self.parallel["kind"], model=self.policy, optimizer=self.optimizer, ema=self.ema)
         if self.segcost is not None and "segcost" in state:
             self.segcost.load_state(state["segcost"])
         if (path / "tree.json").is_file():

@@ -206,3 +206,46 @@ def save_sharded_checkpoint(
         run_dir, step, model=model if export else None, model_state=full, tokenizer=tokenizer, folder=tmp,
         **common,
     )  # fmt: skip
+
+
+def save_any(
+    acc: Any, run_dir: Path, step: int, *, kind: str, model: Any, optimizer: Any, ema: Any, export: bool,
+    **common: Any,
+) -> Path | None:  # fmt: skip
+    """``checkpoint-N`` of a run of ``kind`` (``parallel.json``'s): sharded (every rank) or plain (rank 0).
+
+    Every rank must call; the path on rank 0, ``None`` elsewhere. ``export`` matters for FSDP only:
+    plain checkpoints always hold ``model/``.
+    """
+    from . import checkpoint as ckpt
+
+    if kind == "fsdp":
+        return save_sharded_checkpoint(
+            acc, run_dir, step, model=model, optimizer=optimizer, ema=ema, export=export, **common
+        )
+    if not acc.is_main_process:
+        return None
+    extra = {f"ema.{k}": v for k, v in ema.state_dict().items()} if ema is not None else None
+    return ckpt.save_checkpoint(
+        run_dir, step, model=model, optimizer=inner_optimizer(optimizer), extra_tensors=extra, **common
+    )
+
+
+def load_any(path: Path, *, kind: str, model: Any, optimizer: Any, ema: Any) -> None:
+    """Restore the weights, optimizer and EMA teacher of any checkpoint into a run of ``kind``.
+
+    FSDP shards (``dcp/``) load at any world size and kind; a plain checkpoint loads plainly, or
+    into a sharded run (:func:`load_plain_into_sharded`).
+    """
+    from . import checkpoint as ckpt
+
+    if (path / SHARD_DIR).is_dir():
+        load_shards(model, optimizer, ema, path / SHARD_DIR)
+    elif kind == "fsdp":
+        load_plain_into_sharded(model, optimizer, ema, path)
+    else:
+        ckpt.load_model_weights(model, path)
+        ckpt.load_optimizer(path, inner_optimizer(optimizer))
+        if ema is not None:
+            extra = ckpt.load_extra(path)
+            ema.load_state_dict({k[4:]: v for k, v in extra.items() if k.startswith("ema.")})
