@@ -3,7 +3,7 @@
 Every run is the real ``xtree train rlvr`` (tiny-random on XTree-Countdown-v0, half of each group
 played by the oracle so that the advantages are not 0), launched as a user launches it:
 
-* 1 process: ``python -m xtree_gym train rlvr ...``;
+* 1 process: ``python -m xtree_gym train rlvr ...`` (its ``main``, in the test's process);
 * 2 FSDP: ``accelerate launch --config_file xtree_gym/agents/accelerate/fsdp.yaml --num_processes 2 -m xtree_gym ...``;
 * 2 DDP: ``accelerate launch --multi_gpu --num_processes 2 -m xtree_gym ...``.
 
@@ -58,18 +58,20 @@ def _free_port() -> int:
 
 def train(out: Path, *, world: int, kind: str = "fsdp", steps: int = 3, extra: tuple[str, ...] = ()) -> None:
     """``xtree train rlvr`` into ``out`` with 1 process, or 2 under FSDP / DDP (the documented launch lines)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "XTREE_PROGRESS": "0"}
     args = ["-m", "xtree_gym", "train", "rlvr", *ARGS, "--steps", str(steps), "-o", str(out), *extra]
-    if world == 1:
-        cmd = [sys.executable, *args]
-    else:
-        launcher = shutil.which("accelerate") or str(Path(sys.executable).with_name("accelerate"))
-        if not Path(launcher).exists():
-            pytest.skip("the accelerate launcher is not installed")
-        how = ["--config_file", str(FSDP_YAML)] if kind == "fsdp" else ["--multi_gpu"]
-        cmd = [launcher, "launch", *how, "--num_processes", str(world), "--num_machines", "1",
-               "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(_free_port()),
-               *args]  # fmt: skip
+    if world == 1:  # in this process (what `python -m xtree_gym` runs), to keep the quick case quick
+        from xtree_gym.cli import main
+
+        assert main(args[2:]) == 0
+        return
+    launcher = shutil.which("accelerate") or str(Path(sys.executable).with_name("accelerate"))
+    if not Path(launcher).exists():
+        pytest.skip("the accelerate launcher is not installed")
+    how = ["--config_file", str(FSDP_YAML)] if kind == "fsdp" else ["--multi_gpu"]
+    cmd = [launcher, "launch", *how, "--num_processes", str(world), "--num_machines", "1",
+           "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(_free_port()),
+           *args]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "XTREE_PROGRESS": "0"}
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=str(ROOT))
     assert proc.returncode == 0, proc.stderr[-4000:]
 
@@ -146,6 +148,13 @@ def test_fsdp_launch_line_shards_and_matches_one_process(tmp_path: Path) -> None
     assert all(b <= 0.6 * p2["param_bytes_total"] for b in p2["param_bytes_per_rank"])
     # an FSDP checkpoint is each rank's shards; the last step also exports the Hugging Face folder
     assert (two / "checkpoint-000002" / "dcp").is_dir()
+    assert not (two / "checkpoint-000001" / "optimizer.safetensors").exists()  # nothing gathered on rank 0
+    from transformers import AutoModelForCausalLM
+
+    loaded = AutoModelForCausalLM.from_pretrained(str(two / "checkpoint-000002" / "model"))
+    exported = weights(two, 2)
+    assert all(torch.equal(v, exported[k]) for k, v in loaded.state_dict().items() if k in exported)
+    assert len(exported) == count
 
 
 def test_fsdp_on_one_process_without_a_process_group_is_one_clear_error(monkeypatch) -> None:
