@@ -187,6 +187,9 @@ class GRPOConfig:
     """Write a checkpoint every K steps (and always after the last)."""
     keep_checkpoints: int = 2
     """Checkpoints kept (oldest deleted first; 0 = keep all)."""
+    export_every: int = 0
+    """FSDP runs: also export the Hugging Face ``model/`` folder every K steps (0: at the last step only;
+    unsharded runs write it at every checkpoint)."""
     seed: int = 0
     """Seeds task sampling, generation and model init (same seed → same run on CPU)."""
     progress: bool = True
@@ -284,7 +287,14 @@ def check_config(cfg: GRPOConfig) -> None:
     for name in ("lr", "kl_coef", "opsd_c", "invalid_penalty", "lambda0", "max_grad_norm", "weight_decay"):
         if float(getattr(cfg, name)) < 0:
             raise ConfigError(f"{name} = {getattr(cfg, name)!r} must be >= 0")
-    for name in ("remine_every", "eval_every", "keep_checkpoints", "workers", "remine_buffer"):
+    for name in (
+        "remine_every",
+        "eval_every",
+        "keep_checkpoints",
+        "workers",
+        "remine_buffer",
+        "export_every",
+    ):
         if int(getattr(cfg, name)) < 0:
             raise ConfigError(f"{name} = {getattr(cfg, name)!r} must be >= 0")
     check_issue21_fields(cfg)

@@ -6,6 +6,7 @@ GRPO (:mod:`.trainer`), SFT and offline node RL build on these; none of them kno
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -18,7 +19,7 @@ def make_accelerator(cpu: bool | None = None, mixed_precision: str = "no") -> An
     """An :class:`accelerate.Accelerator` (CPU when no GPU is visible or ``cpu=True``).
 
     ``mixed_precision`` (``no``, ``bf16``, ``fp16``) is Accelerate's autocast; under
-    ``accelerate launch`` the launcher's config (FSDP, DeepSpeed...) applies as well.
+    ``accelerate launch`` the launcher's config (DDP, FSDP: :mod:`..run.sharding`) applies as well.
     """
     from accelerate import Accelerator
 
@@ -61,6 +62,93 @@ def frozen_copy(model: Any, dtype: torch.dtype | None = None) -> Any:
     twin.eval()
     for p in twin.parameters():
         p.requires_grad_(False)
+    return twin
+
+
+@dataclass
+class Models:
+    """What a trainer trains with: the (wrapped or sharded) policy, its optimizer, reference and teacher."""
+
+    model: Any
+    optimizer: Any
+    tokenizer: Any
+    ref: Any
+    """The frozen KL / OPSD-base reference (``None``: not needed, or LoRA's adapters-off base)."""
+    ema: Any
+    """The EMA teacher (``None`` unless ``opsd_teacher`` is ``ema``)."""
+
+
+def build_models(cfg: Any, acc: Any, weights: str) -> Models:
+    """Load the policy (``weights`` dtype), adapt it, and set up data parallelism as launched.
+
+    Plain or DDP (``accelerate launch`` without FSDP): the reference and the EMA teacher are copies
+    of the policy. FSDP (:mod:`xtree_gym.agents.run.sharding`): they are built sharded from the
+    start (:func:`_sharded_twin`) -- no rank ever holds a whole copy of them; under mixed precision
+    the policy is read in the low dtype and only its shards are cast to the float32 master dtype.
+    """
+    from ..run.sharding import plan, shard
+
+    how = plan(acc)
+    low = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(str(acc.mixed_precision))
+    mixed = str(acc.mixed_precision)
+    needs_base = cfg.kl_coef > 0 or (cfg.opsd != "none" and cfg.opsd_teacher == "base")
+    wants_ema = cfg.opsd != "none" and cfg.opsd_teacher == "ema"
+    master = getattr(torch, weights)
+    load_dtype = low if how == "own" and low is not None else master
+    model, tokenizer = load_policy(
+        cfg.model, device=acc.device, dtype=load_dtype, seed=cfg.seed, attn=cfg.attn
+    )
+    model = adapt_policy(model, cfg)  # LoRA adapters, gradient checkpointing
+    if how == "none":
+        ref = frozen_copy(model, dtype=low) if needs_base and not cfg.lora_r else None
+        ema = frozen_copy(model) if wants_ema else None
+        opt = torch.optim.AdamW(_trainable(model), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        model, opt = acc.prepare(model, opt)
+        return Models(model, opt, tokenizer, ref, ema)
+    if how == "own":
+        shard(model, mixed, master=master)
+        opt = acc.prepare(torch.optim.AdamW(_trainable(model), lr=cfg.lr, weight_decay=cfg.weight_decay))
+    else:  # Accelerate shards the policy in prepare
+        opt = torch.optim.AdamW(_trainable(model), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        model, opt = acc.prepare(model, opt)
+    policy = acc.unwrap_model(model)
+    ref = _sharded_twin(cfg, policy, low or master, adapt=False) if needs_base and not cfg.lora_r else None
+    ema = _sharded_twin(cfg, policy, master, adapt=True) if wants_ema else None
+    return Models(model, opt, tokenizer, ref, ema)
+
+
+def _trainable(model: Any) -> list[Any]:
+    return [p for p in model.parameters() if p.requires_grad]
+
+
+def _sharded_twin(cfg: Any, policy: Any, dtype: torch.dtype, adapt: bool) -> Any:
+    """A frozen copy of the sharded ``policy`` that never exists whole: the same model built on the meta
+    device (LoRA-adapted if ``adapt``), sharded, given memory shard by shard, and filled from the
+    policy's shards and buffers. Built before any update (and before a resume loads the checkpoint),
+    it is the warm start: the KL reference, or the EMA teacher's first value.
+    """
+    from ..run.sharding import shard
+
+    base = policy.get_base_model() if hasattr(policy, "get_base_model") else policy
+    with torch.random.fork_rng(devices=[]), torch.device("meta"):  # draws nothing from the run's RNG
+        twin = type(base)(base.config).to(dtype)
+        if adapt and cfg.lora_r:
+            from ..model.lora import apply_lora
+
+            twin = apply_lora(twin, r=cfg.lora_r, alpha=cfg.lora_alpha, targets=cfg.lora_targets)
+    twin.eval()
+    for p in twin.parameters():
+        p.requires_grad_(False)
+    shard(twin, frozen=True)
+    device = next(policy.parameters()).device
+    twin.to_empty(device=device)
+    with torch.no_grad():
+        for e, p in zip(twin.parameters(), policy.parameters(), strict=True):
+            e.copy_(p.detach())
+        for (name, b), (other, c) in zip(twin.named_buffers(), policy.named_buffers(), strict=True):
+            if name != other or b.shape != c.shape:
+                raise RuntimeError(f"the frozen copy's buffer {name} does not match the policy's {other}")
+            b.copy_(c)
     return twin
 
 

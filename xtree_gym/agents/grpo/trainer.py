@@ -38,7 +38,8 @@ from ..run import checkpoint as ckpt
 from ..run.guards import check_finite_step
 from ..run.metrics import MetricsWriter, reduce_sums, safe_div, step_line
 from ..run.runfolder import check_resume_config, refuse_existing_run
-from ..run.scaleout import inner_optimizer, load_sharded, save_args
+from ..run.scaleout import load_any, save_any
+from ..run.sharding import clip_grad_norm, fsdp_requested, gathered, max_over_ranks, write_parallel
 from ..run.tracking import Trackers, resolve_trackers
 from ..types import Episode, Generation, GenRequest, TaskSpec
 from .advantages import grouped_advantages
@@ -46,7 +47,7 @@ from .config import GRPOConfig
 from .learning_signal import SignalWatch, signal_counts, step_signal
 from .losses import clipped_policy_loss, k3_kl, loss_weights, opsd_term, opsd_zero_gradient
 from .opsd import TeacherContext, make_card_fn
-from .policy import adapt_policy, ema_update, frozen_copy, load_policy, make_accelerator, sequence_logps
+from .policy import build_models, ema_update, make_accelerator, sequence_logps
 from .remine import RolloutBuffer, node_diff, remine
 from .rows import Row, collate, make_rows, micro_batches, teacher_to_student
 from .schedule import lr_at
@@ -110,24 +111,16 @@ class GRPOTrainer:
         if not self.cfg.resume:
             refuse_existing_run(self.run_dir)
         torch.manual_seed(self.cfg.seed)
-        model, self.tokenizer = load_policy(
-            self.cfg.model,
-            device=self.acc.device,
-            dtype=getattr(torch, weights),
-            seed=self.cfg.seed,
-            attn=self.cfg.attn,
-        )
-        model = adapt_policy(model, self.cfg)  # LoRA adapters, gradient checkpointing
+        built = build_models(self.cfg, self.acc, weights)  # plain, DDP or FSDP as launched
+        self.model, self.optimizer, self.tokenizer = built.model, built.optimizer, built.tokenizer
+        self.ref, self.ema = built.ref, built.ema
         needs_base = self.cfg.kl_coef > 0 or (self.cfg.opsd != "none" and self.cfg.opsd_teacher == "base")
-        amp = self.acc.mixed_precision
-        low = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(str(amp))
-        self.ref = frozen_copy(model, dtype=low) if needs_base and not self.cfg.lora_r else None
-        self.ema = frozen_copy(model) if self.cfg.opsd != "none" and self.cfg.opsd_teacher == "ema" else None
-        trainable = [p for p in model.parameters() if p.requires_grad]
-        opt = torch.optim.AdamW(trainable, lr=self.cfg.lr, weight_decay=self.cfg.weight_decay)
-        self.model, self.optimizer = self.acc.prepare(model, opt)
         if needs_base and self.cfg.lora_r:  # the reference is the base: adapters off, no second copy
             self.ref = AdapterFreeReference(self.model, self.policy)
+        self.parallel = write_parallel(self.acc, self.run_dir, self.model)
+        if fsdp_requested() and self.parallel["kind"] != "fsdp":
+            raise ConfigError(f"FSDP was asked for, but the policy is {self.parallel['kind']!r}",
+                              fix="report this: the launcher's FSDP config did not reach the model")  # fmt: skip
         self.tree = self._load_tree(self.cfg.tree)
         self.segcost = (
             SegCostShaping(self.cfg.max_steps or 30, self.cfg.segcost_lam, self.cfg.segcost_buffer)
@@ -225,8 +218,22 @@ class GRPOTrainer:
         return generic_tasks(str(cfg.env_kwargs.get("task", dom)), count, seed=cfg.seed, step=step)
 
     # -- 2. rollout ----------------------------------------------------------------------------
+    def group_seed_fn(self, step: int) -> Callable[[Any, int], int]:
+        """``(group, turn) -> seed`` of the ``hf`` rollouts: (seed, step, task, turn), whatever the world size.
+
+        ``group`` indexes this rank's tasks; rank r of W holds the step's tasks r, r+W, ... (:func:`rank_share`),
+        so ``task = r + group·W`` is the task's index in the step, the same at any process count.
+        """
+        rank, world, base = self.acc.process_index, self.acc.num_processes, self.cfg.seed * 1_000_003 + step
+
+        def seed(group: Any, turn: int) -> int:
+            task = rank + int(group or 0) * world
+            return ((base * 100_003 + task) * 1_009 + turn) % (2**63)
+
+        return seed
+
     def make_generator(self, step: int) -> Any:
-        """The generator of this step: live weights, a seed from (seed, step, rank)."""
+        """The generator of this step: live weights; ``hf`` samples each group from :meth:`group_seed_fn`."""
         cfg = self.cfg
         seed = (cfg.seed * 1_000_003 + step) * 64 + self.acc.process_index
         if self.generator_factory is not None:
@@ -234,7 +241,8 @@ class GRPOTrainer:
         from ..model.generation import make_generator
 
         stop = tuple(getattr(self.harness, "stop", ()) or ())
-        sampling = {"temperature": cfg.temperature, "top_p": cfg.top_p, "max_new_tokens": cfg.max_new_tokens}
+        sampling: dict[str, Any] = {"temperature": cfg.temperature, "top_p": cfg.top_p,
+                                     "max_new_tokens": cfg.max_new_tokens}  # fmt: skip
         if cfg.backend == "vllm":  # one engine per rank, built once; its weights follow every update
             if self._vllm is None:
                 from ..model.loading import smollm2_folder
@@ -254,6 +262,8 @@ class GRPOTrainer:
             gen = self._vllm
             gen.seed, gen.calls = seed, 0
         else:
+            if cfg.backend == "hf":
+                sampling["group_seed"] = self.group_seed_fn(step)
             gen = make_generator(
                 cfg.backend, model=self.policy, tokenizer=self.tokenizer, stop=stop, seed=seed, **sampling
             )
@@ -269,20 +279,21 @@ class GRPOTrainer:
         cfg = self.cfg
         self.model.eval()
         try:
-            episodes = rollout(
-                cfg.env,
-                tasks,
-                self.make_generator(step),
-                self.harness,
-                n=cfg.n,
-                tokenizer=self.tokenizer,
-                env_kwargs=dict(cfg.env_kwargs),
-                max_steps=cfg.max_steps,
-                workers=cfg.workers,
-                step_timeout=cfg.step_timeout,
-                episode_timeout=cfg.episode_timeout,
-                seed=cfg.seed + step,
-            )
+            with gathered(self.policy):  # sharded weights: gathered once for the whole rollout
+                episodes = rollout(
+                    cfg.env,
+                    tasks,
+                    self.make_generator(step),
+                    self.harness,
+                    n=cfg.n,
+                    tokenizer=self.tokenizer,
+                    env_kwargs=dict(cfg.env_kwargs),
+                    max_steps=cfg.max_steps,
+                    workers=cfg.workers,
+                    step_timeout=cfg.step_timeout,
+                    episode_timeout=cfg.episode_timeout,
+                    seed=cfg.seed + step,
+                )
         finally:
             self.model.train()
         if cfg.domain() == "webshop":
@@ -413,6 +424,21 @@ class GRPOTrainer:
             "ratio_sum": float((torch.exp(logp.detach() - old.detach()) * live).sum()),
         }
 
+    def lockstep(self, rows: list[Row], batches: list[list[int]]) -> tuple[list[Row], list[list[int]]]:
+        """Under FSDP, pad ``batches`` with weightless placeholder batches to the largest count of any rank.
+
+        A sharded forward is collective (each block's weights are gathered from every rank), so every
+        rank must run as many as the others; elsewhere ``rows`` and ``batches`` pass through.
+        """
+        if self.parallel["kind"] != "fsdp":
+            return rows, batches
+        pad = int(self.tokenizer.pad_token_id)
+        extra = max_over_ranks(self.acc, len(batches)) - len(batches)
+        if extra:
+            rows = [*rows, Row([pad, pad], [False, True], [0.0, 0.0], weight=0.0)]
+            batches = [*batches, *([[len(rows) - 1]] * extra)]
+        return rows, batches
+
     def update(
         self, rows: Sequence[Row], stored_old: bool = False, norm: dict[str, float] | None = None
     ) -> dict[str, float]:
@@ -430,6 +456,8 @@ class GRPOTrainer:
             rows = [Row([pad, pad], [False, True], [0.0, 0.0], weight=0.0)]
         sums: dict[str, float] = {}
         batches = micro_batches(rows, self.cfg.micro_batch_tokens)
+        real_batches = len(batches)
+        rows, batches = self.lockstep(list(rows), batches)
         for i, idx in enumerate(batches):
             part = self.micro_step(
                 [rows[j] for j in idx], totals, sync=i == len(batches) - 1, stored_old=stored_old
@@ -437,9 +465,7 @@ class GRPOTrainer:
             for k, v in part.items():
                 sums[k] = sums.get(k, 0.0) + v
         # clip (or, with max_grad_norm 0, only measure: a clip at inf scales by exactly 1)
-        grad_norm = float(
-            self.acc.clip_grad_norm_(self.model.parameters(), self.cfg.max_grad_norm or math.inf)
-        )
+        grad_norm = clip_grad_norm(self.acc, self.model, self.cfg.max_grad_norm or math.inf)
         check_finite_step(self.step + 1, loss=sums.get("loss", 0.0), grad_norm=grad_norm)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
@@ -449,7 +475,7 @@ class GRPOTrainer:
         sums["row_tokens"] = float(
             sum(len(r) for r in rows if r.weight)
         )  # what the forwards read (prompts too)
-        sums["micro_batches"] = float(len(batches))
+        sums["micro_batches"] = float(real_batches)
         out = reduce_sums(sums, self.acc)
         out["grad_norm"] = grad_norm
         return out
@@ -575,70 +601,68 @@ class GRPOTrainer:
     def evaluate(self, step: int) -> float:
         """``evaluate`` of "Agents I" on ``eval_tasks`` tasks of the eval fold (main process)."""
         result = float("nan")
-        if self.acc.is_main_process:
-            from ..model.generation import make_generator
-            from ..play.evaluate import evaluate
-
-            cfg = self.cfg
-            gen = make_generator(
-                "hf",
-                model=self.policy,
-                tokenizer=self.tokenizer,
-                temperature=cfg.eval_temperature,
-                max_new_tokens=cfg.max_new_tokens,
-                stop=tuple(getattr(self.harness, "stop", ()) or ()),
-                seed=cfg.seed,
-            )
-            res = evaluate(
-                self.cfg.env,
-                model=cfg.model,
-                generator=gen,
-                harness=self.cfg.harness or "",
-                fold=self.cfg.eval_fold,
-                tasks=self.cfg.eval_tasks,
-                n=1,
-                backend="hf",
-                max_steps=self.cfg.max_steps,
-                env_args=dict(self.cfg.env_kwargs),
-                output_dir=str(self.run_dir / f"eval-{step:06d}"),
-                seed=cfg.seed,
-                progress=False,
-            )
-            result = float(res["success_rate"])
+        with gathered(self.policy):  # every rank: sharded weights are gathered; rank 0 plays
+            if self.acc.is_main_process:
+                result = self._evaluate_main(step)
         self.model.train()
         self.acc.wait_for_everyone()
         return result
 
+    def _evaluate_main(self, step: int) -> float:
+        """The evaluation itself (rank 0, weights whole)."""
+        from ..model.generation import make_generator
+        from ..play.evaluate import evaluate
+
+        cfg = self.cfg
+        gen = make_generator(
+            "hf",
+            model=self.policy,
+            tokenizer=self.tokenizer,
+            temperature=cfg.eval_temperature,
+            max_new_tokens=cfg.max_new_tokens,
+            stop=tuple(getattr(self.harness, "stop", ()) or ()),
+            seed=cfg.seed,
+        )
+        res = evaluate(
+            self.cfg.env,
+            model=cfg.model,
+            generator=gen,
+            harness=self.cfg.harness or "",
+            fold=self.cfg.eval_fold,
+            tasks=self.cfg.eval_tasks,
+            n=1,
+            backend="hf",
+            max_steps=self.cfg.max_steps,
+            env_args=dict(self.cfg.env_kwargs),
+            output_dir=str(self.run_dir / f"eval-{step:06d}"),
+            seed=cfg.seed,
+            progress=False,
+        )
+        return float(res["success_rate"])
+
     # -- checkpoints ----------------------------------------------------------------------------
     def save(self) -> Path | None:
-        """Write ``checkpoint-{step}`` (main process) and wait for every rank."""
-        path = None
+        """Write ``checkpoint-{step}``: plain (main process) or sharded (every rank its shards); wait for all."""
         self.acc.wait_for_everyone()
-        sharded = save_args(self.acc, self.model, self.optimizer)  # every rank: a sharded model is gathered
-        if self.acc.is_main_process:
-            state: dict[str, Any] = {"config": self.cfg.to_dict(), "best_win_rate": self.best_win_rate,
-                                     "recent_win_rates": list(self._win_rates)}  # fmt: skip
-            if self.segcost is not None:
-                state["segcost"] = self.segcost.state()
-            files = {}
-            if self.buffer is not None:
-                files["buffer.jsonl"] = "".join(json.dumps(t) + "\n" for t in self.buffer.state())
-            if self.tree is not None:
-                files["tree.json"] = self.tree.to_json()
-            extra = (
-                {f"ema.{k}": v for k, v in self.ema.state_dict().items()} if self.ema is not None else None
-            )
-            path = ckpt.save_checkpoint(
-                self.run_dir,
-                self.step,
-                model=self.policy,
-                tokenizer=self.tokenizer,
-                state=state,
-                extra_tensors=extra,
-                files=files,
-                keep=self.cfg.keep_checkpoints,
-                **sharded,
-            )
+        state: dict[str, Any] = {"config": self.cfg.to_dict(), "best_win_rate": self.best_win_rate,
+                                 "recent_win_rates": list(self._win_rates)}  # fmt: skip
+        if self.segcost is not None:
+            state["segcost"] = self.segcost.state()
+        files = {}
+        if self.buffer is not None:
+            files["buffer.jsonl"] = "".join(json.dumps(t) + "\n" for t in self.buffer.state())
+        if self.tree is not None:
+            files["tree.json"] = self.tree.to_json()
+        common = {
+            "tokenizer": self.tokenizer,
+            "state": state,
+            "files": files,
+            "keep": self.cfg.keep_checkpoints,
+        }
+        every = self.cfg.export_every
+        export = self.step == self.cfg.steps or bool(every and self.step % every == 0)
+        path = save_any(self.acc, self.run_dir, self.step, kind=self.parallel["kind"], model=self.policy,
+                        optimizer=self.optimizer, ema=self.ema, export=export, **common)  # fmt: skip
         self.acc.wait_for_everyone()
         return path
 
@@ -646,12 +670,7 @@ class GRPOTrainer:
         """Restore weights, optimizer, EMA teacher, tree, buffers and the step from a checkpoint."""
         state = ckpt.read_state(path)
         check_resume_config(state.get("config", {}), self.cfg.to_dict(), where=str(path))
-        if not load_sharded(self.acc, self.model, self.optimizer, path):
-            ckpt.load_model_weights(self.policy, path)
-            ckpt.load_optimizer(path, inner_optimizer(self.optimizer))
-        if self.ema is not None:
-            extra = ckpt.load_extra(path)
-            self.ema.load_state_dict({k[4:]: v for k, v in extra.items() if k.startswith("ema.")})
+        load_any(path, kind=self.parallel["kind"], model=self.policy, optimizer=self.optimizer, ema=self.ema)
         if self.segcost is not None and "segcost" in state:
             self.segcost.load_state(state["segcost"])
         if (path / "tree.json").is_file():

@@ -74,11 +74,14 @@ def recompute_old_logprobs(tr: Any, rows: Sequence[Row]) -> list[Row]:
     from .policy import sequence_logps
 
     out: list[Row] = []
-    for idx in micro_batches(rows, tr.cfg.micro_batch_tokens):
-        part = [rows[j] for j in idx]
+    padded, batches = tr.lockstep(list(rows), micro_batches(rows, tr.cfg.micro_batch_tokens))
+    for idx in batches:  # under FSDP padded to the same count on every rank (forwards are collective)
+        part = [padded[j] for j in idx]
         batch = collate(part, pad, device=tr.acc.device)
         logp = (sequence_logps(tr.model, batch, tr.cfg.temperature)[0] * batch.mask).float().cpu()
         for b, row in enumerate(part):
+            if idx[b] >= len(rows):  # a placeholder
+                continue
             old = [0.0, *logp[b, : len(row) - 1].tolist()]
             out.append(
                 dataclasses.replace(row, old_logprobs=[x if t else 0.0 for x, t in zip(old, row.target)])

@@ -180,6 +180,10 @@ class HFGenerator:
     ratio starts at 1. With ``temperature=0`` decoding is greedy and the logprobs are the plain
     log-softmax of the logits. Each call reseeds torch from ``seed`` and a call counter (inside
     ``fork_rng``), so the same seed gives the same completions and the caller's RNG is untouched.
+
+    ``group_seed(group, turn)``: sample each group's requests (``key = (group, member, turn)``) as a
+    batch of their own, seeded by it -- completions then depend only on the group's own prompts, not
+    on which other groups share the call (a trainer's groups per process change with the world size).
     """
 
     name = "hf"
@@ -195,6 +199,7 @@ class HFGenerator:
         stop: Sequence[str] = (),
         seed: int = 0,
         batch_size: int = 16,
+        group_seed: Callable[[Any, int], int] | None = None,
     ) -> None:
         if temperature < 0 or not 0 < top_p <= 1 or max_new_tokens < 1 or batch_size < 1:
             raise ConfigError(
@@ -212,6 +217,7 @@ class HFGenerator:
         self.stop = tuple(stop)
         self.seed = int(seed)
         self.batch_size = int(batch_size)
+        self.group_seed = group_seed
         self.calls = 0
         self.on_tokens: Callable[[int], None] | None = None
         """Told the number of tokens each decoding step makes (a rollout's progress bar sets it)."""
@@ -229,21 +235,35 @@ class HFGenerator:
         import torch
 
         self.calls += 1
-        order = sorted(range(len(requests)), key=lambda i: -len(requests[i].prompt_ids))
         results: dict[int, Generation] = {}
         devices = [self.model.device] if self.model.device.type == "cuda" else []
         training = bool(self.model.training)
         self.model.eval()  # a trainer's live model may be in train mode: no dropout while sampling
         try:
-            with torch.random.fork_rng(devices=devices), torch.no_grad():
-                torch.manual_seed(self.seed * 1_000_003 + self.calls)
-                for start in range(0, len(order), self.batch_size):
-                    chunk = order[start : start + self.batch_size]
-                    for i, gen in zip(chunk, self._generate_batch([requests[i] for i in chunk])):
-                        results[i] = gen
+            for seed, lot in self._lots(requests):
+                order = sorted(lot, key=lambda i: -len(requests[i].prompt_ids))
+                with torch.random.fork_rng(devices=devices), torch.no_grad():
+                    torch.manual_seed(seed)
+                    for start in range(0, len(order), self.batch_size):
+                        chunk = order[start : start + self.batch_size]
+                        for i, gen in zip(chunk, self._generate_batch([requests[i] for i in chunk])):
+                            results[i] = gen
         finally:
             self.model.train(training)
         return [results[i] for i in range(len(requests))]
+
+    def _lots(self, requests: Sequence[GenRequest]) -> list[tuple[int, list[int]]]:
+        """``(seed, request indices)`` sampled together: all of them, or each group on its own."""
+        if self.group_seed is None:
+            return [(self.seed * 1_000_003 + self.calls, list(range(len(requests))))]
+        groups: dict[Any, list[int]] = {}
+        for i, r in enumerate(requests):
+            groups.setdefault(r.key[0] if r.key else None, []).append(i)
+        lots = []
+        for group, idx in groups.items():
+            turn = max(int(requests[i].key[2]) if len(requests[i].key) > 2 else 0 for i in idx)
+            lots.append((int(self.group_seed(group, turn)), idx))
+        return lots
 
     def _generate_batch(self, requests: Sequence[GenRequest]) -> list[Generation]:
         import torch
@@ -264,6 +284,7 @@ class HFGenerator:
             "output_scores": True,
             "return_dict_in_generate": True,
             "use_cache": True,
+            "synced_gpus": False,  # a sharded policy is gathered for rollouts: ranks generate independently
         }
         if sample:
             kwargs.update(temperature=self.temperature, top_p=self.top_p, top_k=0)

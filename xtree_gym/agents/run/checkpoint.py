@@ -2,7 +2,8 @@
 
 A checkpoint is a folder ``RUN/checkpoint-NNNNNN/`` holding
 
-* ``model/`` — ``save_pretrained`` (safetensors) of the policy, plus its tokenizer;
+* ``model/`` — ``save_pretrained`` (safetensors) of the policy, plus its tokenizer (a sharded run
+  writes it at its last step and on request, and its weights as ``dcp/`` shards: :mod:`.scaleout`);
 * ``optimizer.safetensors`` + ``optimizer.json`` — every tensor of the optimizer's state (AdamW's
   ``exp_avg``/``exp_avg_sq``/``step``) under ``state.<param>.<key>``, and the param groups and
   non-tensor entries as JSON: no pickle anywhere;
@@ -83,7 +84,7 @@ def save_checkpoint(
     run_dir: str | Path,
     step: int,
     *,
-    model: Any,
+    model: Any = None,
     tokenizer: Any = None,
     optimizer: Any = None,
     state: dict[str, Any] | None = None,
@@ -91,11 +92,13 @@ def save_checkpoint(
     files: dict[str, str] | None = None,
     keep: int = 0,
     model_state: dict[str, torch.Tensor] | None = None,
+    folder: Path | None = None,
 ) -> Path:
     """Write ``run_dir/checkpoint-{step:06d}`` atomically; keep the newest ``keep`` (0 = all).
 
-    ``model_state``: the model's full state dict when its own is sharded (FSDP / DeepSpeed:
-    ``accelerator.get_state_dict``); a PEFT model saves its adapters only.
+    ``model_state``: the model's full state dict when its own is sharded; a PEFT model saves its
+    adapters only. ``model=None`` writes no ``model/``. ``folder``: a temp folder (``.checkpoint-N.<pid>.*``
+    in ``run_dir``) other ranks already wrote into (their shards), completed here instead of a new one.
     """
     from safetensors.torch import save_file
 
@@ -103,13 +106,15 @@ def save_checkpoint(
     run.mkdir(parents=True, exist_ok=True)
     final = run / f"checkpoint-{step:06d}"
     sweep_checkpoint_temps(run)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.{os.getpid()}.", dir=run))
+    tmp = folder or Path(tempfile.mkdtemp(prefix=f".{final.name}.{os.getpid()}.", dir=run))
     try:
-        kw: dict[str, Any] = {"state_dict": model_state} if model_state is not None else {}
+        # a copy: transformers 5's save_pretrained empties the state dict it is handed
+        kw: dict[str, Any] = {"state_dict": dict(model_state)} if model_state is not None else {}
         if hasattr(model, "peft_config"):  # runs never resize the vocab: no hub lookup of the base's config
             kw["save_embedding_layers"] = False
-        model.save_pretrained(str(tmp / "model"), safe_serialization=True, **kw)
-        if tokenizer is not None:
+        if model is not None:
+            model.save_pretrained(str(tmp / "model"), safe_serialization=True, **kw)
+        if tokenizer is not None and model is not None:
             tokenizer.save_pretrained(str(tmp / "model"))
         if optimizer is not None:
             tensors, meta = optimizer_to_flat(optimizer.state_dict())

@@ -28,7 +28,7 @@ RESUME_FREE = frozenset(
     {
         "steps", "epochs", "output_dir", "resume", "progress", "tensorboard", "workers",
         "save_every", "keep_checkpoints", "eval_every", "eval_tasks", "step_timeout",
-        "episode_timeout", "dtype",
+        "episode_timeout", "dtype", "export_every",
     }
 )  # fmt: skip
 """Config fields a resume may change (how long, where, how it is shown and saved, not what is learned)."""
