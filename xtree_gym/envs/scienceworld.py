@@ -191,11 +191,14 @@ class ScienceWorldEnv(gym.Env[str, str]):
         return self._iface
 
     def _call(self, timeout: float, fn: Any, *args: Any) -> Any:
-        self._watchdog.arm(timeout)
-        try:
-            return fn(*args)
-        finally:
-            self._watchdog.disarm()
+        """``fn(*args)`` in the simulator, alone in its JVM (the lock), killed past ``timeout`` seconds."""
+        assert self.jvm is not None
+        with self.jvm.call_lock:  # armed only once our turn comes: waiting is not hanging
+            self._watchdog.arm(timeout)
+            try:
+                return fn(*args)
+            finally:
+                self._watchdog.disarm()
 
     def _fault_reason(self, exc: Exception, what: str, timeout: float) -> str:
         """Why a simulator call failed; restarts the JVM when it is gone. The episode is lost either way."""
@@ -251,9 +254,12 @@ class ScienceWorldEnv(gym.Env[str, str]):
         for attempt in (0, 1):
             iface = self._interface()
             try:
-                self._call(self.load_timeout, iface.load, task, int(variation), self.simplifications, gold)
-                obs = self._call(self.step_timeout, iface.freeActionLook)
-                goal = self._call(self.step_timeout, iface.getTaskDescription)
+                with self._ensure_jvm().call_lock:  # the load and its first reads, as one turn in the JVM
+                    self._call(
+                        self.load_timeout, iface.load, task, int(variation), self.simplifications, gold
+                    )
+                    obs = self._call(self.step_timeout, iface.freeActionLook)
+                    goal = self._call(self.step_timeout, iface.getTaskDescription)
                 break
             except err as exc:
                 reason = self._fault_reason(exc, "load", self.load_timeout)
@@ -299,15 +305,16 @@ class ScienceWorldEnv(gym.Env[str, str]):
         try:
             if self._gen != self.jvm.generation:
                 raise err("simulator handle is from a previous JVM")
-            self._watchdog.arm(self.step_timeout)
-            try:
-                iface = self._iface
-                obs = str(iface.step(action))
-                score = round(100 * float(iface.getScore()))
-                completed = bool(iface.getCompleted())
-                moves = int(iface.getNumMoves())
-            finally:
-                self._watchdog.disarm()
+            with self.jvm.call_lock:  # one call at a time per JVM (see SciWorldJVM.call_lock)
+                self._watchdog.arm(self.step_timeout)
+                try:
+                    iface = self._iface
+                    obs = str(iface.step(action))
+                    score = round(100 * float(iface.getScore()))
+                    completed = bool(iface.getCompleted())
+                    moves = int(iface.getNumMoves())
+                finally:
+                    self._watchdog.disarm()
         except err as exc:
             reason = self._fault_reason(exc, "step", self.step_timeout)
             traj.steps[-1].observation = ""

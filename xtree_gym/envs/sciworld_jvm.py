@@ -3,9 +3,12 @@
 The ``scienceworld`` package's own ``ScienceWorldEnv`` starts its JVM with the default heap (3-4 GB
 here) and lists every valid action on each step (~90 % of its step time). :class:`SciWorldJVM` starts the
 same jar with ``-Xmx1g`` and hands out raw ``PythonInterface`` objects, one per environment; several
-environments may share one JVM (each interface holds its own task state). When the process dies or a
-call hangs, :meth:`SciWorldJVM.restart` starts a fresh one and bumps :attr:`SciWorldJVM.generation`, so
-every environment using the old process knows its episode is gone.
+environments may share one JVM (each interface holds its own task state). The simulator is not
+thread-safe: two ``load`` calls that overlap in one JVM build crossed worlds (an episode gets another
+variation's objects, and a gold path that does not fit it), so every call into one JVM holds its
+:attr:`SciWorldJVM.call_lock` -- envs on one JVM take turns, envs on separate JVMs run at once.
+When the process dies or a call hangs, :meth:`SciWorldJVM.restart` starts a fresh one and bumps
+:attr:`SciWorldJVM.generation`, so every environment using the old process knows its episode is gone.
 """
 
 from __future__ import annotations
@@ -101,6 +104,9 @@ class SciWorldJVM:
         self._gateway: Any = None
         self._proc: Any = None
         self._lock = threading.Lock()
+        self.call_lock = threading.RLock()
+        """Held for every simulator call into this JVM (:class:`~xtree_gym.envs.scienceworld.ScienceWorldEnv`
+        takes it): overlapping loads in one JVM cross their worlds, so calls take turns."""
         if start:
             self.start()
 
@@ -208,7 +214,8 @@ class SciWorldJVM:
         """A fresh simulator handle (``scienceworld.runtime.pythonapi.PythonInterface``) in this JVM."""
         if not self.alive:
             self.start()
-        return self._gateway.jvm.scienceworld.runtime.pythonapi.PythonInterface()
+        with self.call_lock:
+            return self._gateway.jvm.scienceworld.runtime.pythonapi.PythonInterface()
 
     def watchdog(self) -> _Watchdog:
         """A watchdog that kills this JVM when an armed deadline passes (one per environment)."""
