@@ -234,3 +234,26 @@ def test_bad_http_bodies_are_422_with_a_message(loopback):
         assert code == 422, (route, body, code, text)
         assert json.loads(text)["detail"], (route, body, text)
     assert "NaN is not a number" in answers[0][3] and "overflows" in answers[2][3]
+
+
+def test_bad_mcp_frames_get_a_json_rpc_error_and_the_socket_stays(loopback, run_async):
+    """The ``/mcp`` socket has OpenEnv's same loop (``**[1]`` ends it): a JSON-RPC error instead."""
+
+    async def scenario(url: str) -> list[dict]:
+        async with websockets.connect(url.replace("http://", "ws://") + "/mcp") as ws:
+            answers = []
+            for frame in (
+                "[1]",
+                b"\x00",
+                "null",
+                json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/list"}),
+            ):
+                await ws.send(frame)
+                answers.append(json.loads(await asyncio.wait_for(ws.recv(), timeout=20)))
+            return answers
+
+    with loopback(make_app("XTree-Countdown-v0", max_sessions=1)) as url:
+        answers = run_async(asyncio.wait_for(scenario(url), timeout=60))
+    assert [a["error"]["code"] for a in answers[:3]] == [-32600, -32700, -32600]
+    assert "not a list" in answers[0]["error"]["message"] and "jsonrpc" in answers[0]["error"]["message"]
+    assert answers[3]["id"] == 7  # the socket still answers a real request (this env has no MCP tools)

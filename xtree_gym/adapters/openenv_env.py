@@ -180,8 +180,13 @@ class _SessionServer(HTTPEnvServer):  # type: ignore[misc]
 
 WS_SHAPE = '{"type": "step", "data": {"reply": "..."}}'
 """What a ``/ws`` message looks like (``message_problem``'s default ``shape``)."""
-HTTP_SHAPES = {"/reset": '{"seed": 0}', "/step": '{"action": {"reply": "..."}}'}
-"""What an HTTP body looks like, per route."""
+SHAPES = {
+    "/ws": WS_SHAPE,
+    "/mcp": '{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}',
+    "/reset": '{"seed": 0}',
+    "/step": '{"action": {"reply": "..."}}',
+}
+"""What a message (``/ws``, ``/mcp``) or an HTTP body (``/reset``, ``/step``) looks like, per route."""
 
 
 def message_problem(text: str | None, shape: str = WS_SHAPE) -> tuple[str, str] | None:
@@ -258,7 +263,7 @@ class _InputGuard:
                 message = await receive()
                 if message["type"] != "websocket.receive":
                     return message
-                problem = message_problem(message.get("text"))
+                problem = message_problem(message.get("text"), SHAPES[path])
                 if problem is None:
                     return message
                 await send({"type": "websocket.send", "text": _ws_error(path, *problem)})
@@ -279,7 +284,7 @@ class _InputGuard:
         problem = None
         if body.strip():
             try:
-                problem = message_problem(body.decode("utf-8"), HTTP_SHAPES[scope["path"]])
+                problem = message_problem(body.decode("utf-8"), SHAPES[scope["path"]])
             except UnicodeDecodeError:
                 problem = ("the request body is not UTF-8 text", "INVALID_JSON")
         if problem is not None:
