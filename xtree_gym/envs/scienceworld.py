@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import string
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -163,6 +163,9 @@ class ScienceWorldEnv(gym.Env[str, str]):
         self._iface: Any = None
         self._gen = -1
         self._watchdog: Any = None
+        self._sim: tuple[int, tuple[int, int]] | None = None
+        """(JVM generation, the simulator's process-wide state as this env's last turn left it)."""
+        self._turn_depth = 0
         self._traj: Trajectory | None = None
         self._last_obs = ""
         self._score = 0
@@ -190,10 +193,31 @@ class ScienceWorldEnv(gym.Env[str, str]):
             self._gen = jvm.generation
         return self._iface
 
+    @contextlib.contextmanager
+    def _turn(self) -> Iterator[SciWorldJVM]:
+        """This env's turn in its JVM: the JVM's call lock, with the simulator's process-wide state (one
+        random generator and one object-id counter for every env in the JVM) set to this env's own for
+        the turn and saved after it -- so an episode plays as it would alone in its JVM, whatever the
+        other envs there do meanwhile (interleaved steps, another env's load)."""
+        jvm = self._ensure_jvm()
+        with jvm.call_lock:
+            outer = self._turn_depth == 0
+            if outer and self._sim is not None and self._sim[0] == jvm.generation:
+                jvm.set_sim_state(self._sim[1])
+            self._turn_depth += 1
+            try:
+                yield jvm
+            finally:
+                self._turn_depth -= 1
+                if outer:
+                    self._sim = None
+                    with contextlib.suppress(Exception):  # a dead JVM: the episode is lost anyway
+                        self._sim = (jvm.generation, jvm.sim_state())
+
     def _call(self, timeout: float, fn: Any, *args: Any) -> Any:
-        """``fn(*args)`` in the simulator, alone in its JVM (the lock), killed past ``timeout`` seconds."""
-        assert self.jvm is not None
-        with self.jvm.call_lock:  # armed only once our turn comes: waiting is not hanging
+        """``fn(*args)`` in the simulator on this env's turn, killed past ``timeout`` seconds."""
+        assert self._watchdog is not None
+        with self._turn():  # armed only once our turn comes: waiting is not hanging
             self._watchdog.arm(timeout)
             try:
                 return fn(*args)
@@ -254,7 +278,7 @@ class ScienceWorldEnv(gym.Env[str, str]):
         for attempt in (0, 1):
             iface = self._interface()
             try:
-                with self._ensure_jvm().call_lock:  # the load and its first reads, as one turn in the JVM
+                with self._turn():  # the load and its first reads, as one turn in the JVM
                     self._call(
                         self.load_timeout, iface.load, task, int(variation), self.simplifications, gold
                     )
@@ -305,7 +329,7 @@ class ScienceWorldEnv(gym.Env[str, str]):
         try:
             if self._gen != self.jvm.generation:
                 raise err("simulator handle is from a previous JVM")
-            with self.jvm.call_lock:  # one call at a time per JVM (see SciWorldJVM.call_lock)
+            with self._turn():  # one call at a time per JVM, on this env's own simulator state
                 self._watchdog.arm(self.step_timeout)
                 try:
                     iface = self._iface
