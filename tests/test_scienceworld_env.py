@@ -282,4 +282,5 @@ def test_bees_fly_the_same_beside_another_env(sciworld_jvm, sciworld_env) -> Non
     finally:
         other.close()
     assert len(alone) == len(beside) == len(plan) > 300
-    assert [k for k, (a, b) in enumerate(zip(alone, beside)) if a != b] == []
+    diff = [k for k, (a, b) in enumerate(zip(alone, beside)) if a != b]
+    assert diff == [], (diff, plan[diff[0] - 2 : diff[0] + 1], alone[diff[0]], beside[diff[0]])

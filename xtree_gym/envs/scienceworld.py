@@ -45,6 +45,10 @@ INVALID_REPLIES: tuple[str, ...] = ("No known action matches that input.", "Unkn
 """How the simulator starts its answer to an action it cannot run (checked against the jar in tests)."""
 
 
+STATE_TIMEOUT_S = 10.0
+"""Least time a turn's simulator-state read or write may take before the watchdog kills the JVM."""
+
+
 def _sendable(action: str) -> bool:
     """Whether ``action`` can go to the JVM: UTF-8 encodable (no lone surrogate such as ``\\ud83d``).
 
@@ -203,7 +207,7 @@ class ScienceWorldEnv(gym.Env[str, str]):
         with jvm.call_lock:
             outer = self._turn_depth == 0
             if outer and self._sim is not None and self._sim[0] == jvm.generation:
-                jvm.set_sim_state(self._sim[1])
+                self._guarded(jvm.set_sim_state, self._sim[1])
             self._turn_depth += 1
             try:
                 yield jvm
@@ -211,8 +215,21 @@ class ScienceWorldEnv(gym.Env[str, str]):
                 self._turn_depth -= 1
                 if outer:
                     self._sim = None
-                    with contextlib.suppress(Exception):  # a dead JVM: the episode is lost anyway
-                        self._sim = (jvm.generation, jvm.sim_state())
+                    if jvm.alive and not self._watchdog.fired:  # else the episode is lost anyway (and
+                        with contextlib.suppress(
+                            Exception
+                        ):  # arming again would hide why, see _fault_reason)
+                            self._sim = (jvm.generation, self._guarded(jvm.sim_state))
+
+    def _guarded(self, fn: Any, *args: Any) -> Any:
+        """``fn(*args)`` (a state read or write: a few µs of work) under the watchdog, so a hung JVM is
+        killed, not waited on forever; at least :data:`STATE_TIMEOUT_S`, so a tight step budget still
+        falls on the step itself."""
+        self._watchdog.arm(max(self.step_timeout, STATE_TIMEOUT_S))
+        try:
+            return fn(*args)
+        finally:
+            self._watchdog.disarm()
 
     def _call(self, timeout: float, fn: Any, *args: Any) -> Any:
         """``fn(*args)`` in the simulator on this env's turn, killed past ``timeout`` seconds."""
