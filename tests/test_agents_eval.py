@@ -143,6 +143,27 @@ def test_oracle_wins_scienceworld_through_rlvmr(sciworld_jvm):
     )
 
 
+def test_oracle_wins_concurrent_scienceworld_episodes_on_one_jvm(sciworld_jvm):
+    """Issue 33: episodes whose resets run at once (the eval's step timeout puts each on a thread) in one
+    JVM got crossed worlds -- find-plant/248 saw one world and was handed another's gold path. Each
+    episode must play its own variation: the oracle wins both, with no refused action."""
+    from xtree_gym.agents.harness import get_harness
+    from xtree_gym.agents.model.generation import make_generator
+    from xtree_gym.agents.play.rollout import rollout
+    from xtree_gym.agents.types import TaskSpec
+
+    pairs = [("find-plant", 248), ("test-conductivity-of-unknown-substances", 548)]
+    specs = [TaskSpec(t, seed=v, reset_options={"task": t, "variation": v}, key=f"{t}/{v}") for t, v in pairs]
+    eps = rollout(
+        "XTree-ScienceWorld-v0", specs, make_generator("oracle"), get_harness("rlvmr"), max_steps=60,
+        env_kwargs={"jvm": sciworld_jvm, "step_limit": None}, step_timeout=300.0,
+    )  # fmt: skip
+    assert len(eps) == 2 and [e.meta["key"] for e in eps] == [f"{t}/{v}" for t, v in pairs]
+    for e in eps:
+        refused = [t.action for t in e.turns if t.invalid]
+        assert e.success and e.score == 1.0 and not refused and e.fault is None, (e.meta["key"], refused)
+
+
 def _expert_results(data_dir, goal_ids):
     """The expert shopper's own (won, reward) on each goal, played directly (no harness, no parse)."""
     import random

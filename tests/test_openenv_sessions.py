@@ -152,3 +152,108 @@ def test_make_app_rejects_bad_limits_and_ids():
         make_app("XTree-Countdown-v0", idle_timeout_s=0)
     with pytest.raises(EnvConfigError, match="XTree-Nope-v0"):
         make_app("XTree-Nope-v0")
+
+
+# -- frames and bodies OpenEnv's own loop would die on (issue 33) -----------------------------------
+BAD_FRAMES = {
+    "a list": "[1, 2, 3]",
+    "a string": '"hello"',
+    "null": "null",
+    "100k-deep nesting": "[" * 100_000 + "]" * 100_000,
+    "a binary frame": b"\x00\x01binary",
+    "NaN in a step": '{"type": "step", "data": {"reply": NaN}}',
+    "Infinity in a reset": '{"type": "reset", "data": {"seed": Infinity}}',
+    "not JSON": "{not json",
+}
+
+
+def test_bad_ws_frames_get_an_error_frame_and_the_episode_goes_on(loopback, run_async):
+    """Each bad frame, sent mid-episode, is answered with an error frame; the socket stays open and the
+    same episode plays on to its win (OpenEnv 0.3's loop alone ends the session on most of them)."""
+    plan = _solution(4)
+
+    async def scenario(url: str) -> tuple[list[dict], dict, dict]:
+        async with websockets.connect(url.replace("http://", "ws://") + "/ws", max_size=None) as ws:
+
+            async def ask(frame: str | bytes) -> dict:
+                await ws.send(frame)
+                return json.loads(await asyncio.wait_for(ws.recv(), timeout=20))
+
+            assert (await ask(json.dumps({"type": "reset", "data": {"seed": 4}})))["type"] == "observation"
+            await ask(json.dumps({"type": "step", "data": {"reply": plan[0]}}))
+            errors = [await ask(frame) for frame in BAD_FRAMES.values()]
+            last: dict = {}
+            for action in plan[1:]:
+                last = await ask(json.dumps({"type": "step", "data": {"reply": action}}))
+            state = await ask(json.dumps({"type": "state"}))
+            return errors, last, state
+
+    with loopback(make_app("XTree-Countdown-v0", max_sessions=1)) as url:
+        errors, last, state = run_async(asyncio.wait_for(scenario(url), timeout=120))
+    assert len(errors) == len(BAD_FRAMES)
+    for name, err in zip(BAD_FRAMES, errors):
+        assert err["type"] == "error", name
+        assert err["data"]["code"] != "SESSION_ERROR" and err["data"]["message"], (name, err)
+    by_name = dict(zip(BAD_FRAMES, (e["data"]["message"] for e in errors)))
+    assert "not a list" in by_name["a list"] and "binary" in by_name["a binary frame"]
+    assert "nested deeper" in by_name["100k-deep nesting"] and "NaN" in by_name["NaN in a step"]
+    assert last["data"]["done"] is True and last["data"]["observation"]["won"] is True
+    assert state["data"]["step_count"] == len(plan)  # one episode, every good step counted, no bad one
+
+
+BAD_BODIES = {
+    "/step": [
+        b'{"action": {"reply": NaN}}',
+        b'{"action": {"reply": Infinity}}',
+        b'{"action": {"reply": 1e999}}',
+        b'{"action": NaN}',
+        b'{"action": {"reply": "x"}, "timeout_s": -Infinity}',
+        b'{"action": [1, 2]}',
+        b'{"action": {"reply": 5}}',
+        b"[1, 2, 3]",
+        b"null",
+        b"[" * 100_000 + b"]" * 100_000,
+        b"\xff\xfe",
+    ],
+    "/reset": [b'{"seed": NaN}', b'{"seed": 1e999}', b'"hello"', b'{"seed": -1}'],
+}
+
+
+def test_bad_http_bodies_are_422_with_a_message(loopback):
+    import httpx
+
+    answers = []
+    with loopback(make_app("XTree-Countdown-v0")) as url:
+        for route, bodies in BAD_BODIES.items():
+            for body in bodies:
+                with httpx.Client(base_url=url, timeout=30) as http:  # a 500 may drop the connection
+                    r = http.post(route, content=body, headers={"content-type": "application/json"})
+                answers.append((route, body[:40], r.status_code, r.text))
+    assert len(answers) == sum(map(len, BAD_BODIES.values()))
+    for route, body, code, text in answers:
+        assert code == 422, (route, body, code, text)
+        assert json.loads(text)["detail"], (route, body, text)
+    assert "NaN is not a number" in answers[0][3] and "overflows" in answers[2][3]
+
+
+def test_bad_mcp_frames_get_a_json_rpc_error_and_the_socket_stays(loopback, run_async):
+    """The ``/mcp`` socket has OpenEnv's same loop (``**[1]`` ends it): a JSON-RPC error instead."""
+
+    async def scenario(url: str) -> list[dict]:
+        async with websockets.connect(url.replace("http://", "ws://") + "/mcp") as ws:
+            answers = []
+            for frame in (
+                "[1]",
+                b"\x00",
+                "null",
+                json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/list"}),
+            ):
+                await ws.send(frame)
+                answers.append(json.loads(await asyncio.wait_for(ws.recv(), timeout=20)))
+            return answers
+
+    with loopback(make_app("XTree-Countdown-v0", max_sessions=1)) as url:
+        answers = run_async(asyncio.wait_for(scenario(url), timeout=60))
+    assert [a["error"]["code"] for a in answers[:3]] == [-32600, -32700, -32600]
+    assert "not a list" in answers[0]["error"]["message"] and "jsonrpc" in answers[0]["error"]["message"]
+    assert answers[3]["id"] == 7  # the socket still answers a real request (this env has no MCP tools)

@@ -7,8 +7,9 @@ import json
 import pytest
 
 from xtree_gym.canon import get_canonicalizer
-from xtree_gym.collect.scienceworld import collect_gold, plan_episodes, summarize
+from xtree_gym.collect.scienceworld import collect_gold, plan_episodes, plan_shortfall, summarize
 from xtree_gym.corpus import read_corpus
+from xtree_gym.envs import sciworld_folds as folds
 
 pytestmark = pytest.mark.jvm
 
@@ -24,6 +25,25 @@ def test_plan_spreads_variations_like_the_shared_corpus() -> None:
     assert by_task["power-component"] == list(range(10))  # fewer than 40: all of them
     assert by_task["mendelian-genetics-known-plant"] == [0, 15, 30, 45]  # capped at 4
     assert len(plan_episodes("train", 40)) == 826  # the size of train-gold.jsonl
+
+
+def test_plan_says_which_episodes_it_leaves_out() -> None:
+    """Issue 33: ``--per-task 5`` plans 147 of 150 episodes; the shortfall names all 3 and why."""
+    short = plan_shortfall("train", 5)
+    assert len(plan_episodes("train", 5)) + sum(k for _, k, _ in short) == 30 * 5
+    assert [(t, k) for t, k, _ in short] == [
+        ("identify-life-stages-2", 1),
+        ("mendelian-genetics-known-plant", 1),
+        ("mendelian-genetics-unknown-plant", 1),
+    ]
+    assert "only 4 variations" in short[0][2] and all("--slow-cap 4" in why for _, _, why in short[1:])
+    assert plan_shortfall("train", None, slow_cap=None) == []  # everything asked for is planned
+    # every cap and split size, for every task: planned + left out == asked for
+    for per_task in (1, 7, 40, None):
+        for cap in (0, 2, None):
+            pairs = plan_episodes("dev", per_task, slow_cap=cap)
+            asked = sum(per_task or len(folds.split_variations(t, "dev")) for t in folds.TASK_NAMES)
+            assert len(pairs) + sum(k for _, k, _ in plan_shortfall("dev", per_task, slow_cap=cap)) == asked
 
 
 def test_records_match_the_shared_corpus_format(sciworld_env, shared_dir, tmp_path) -> None:
@@ -68,8 +88,11 @@ def test_cli_writes_a_canonicalized_corpus(tmp_path, capsys) -> None:
             "scienceworld",
             "--tasks",
             "find-animal",
+            "mendelian-genetics-known-plant",
             "--per-task",
             "1",
+            "--slow-cap",
+            "0",
             "--workers",
             "1",
             "-o",
@@ -80,4 +103,8 @@ def test_cli_writes_a_canonicalized_corpus(tmp_path, capsys) -> None:
     (traj,) = read_corpus(out)
     assert traj.id == "scienceworld/find-animal/train/0" and traj.success
     assert all(s.token and s.slots is not None for s in traj.steps)
-    assert "1 successful" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert "1 successful" in printed.out and "(2 asked for)" in printed.out
+    # the episode left out is named, with its reason, in the summary and on stderr
+    line = "mendelian-genetics-known-plant: 1 episode not written: --slow-cap 0"
+    assert line in printed.out and line in printed.err and "1 of 2 episodes asked for" in printed.err

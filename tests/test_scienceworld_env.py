@@ -219,3 +219,68 @@ def test_no_step_after_the_episode_ended(sciworld_env) -> None:
     assert last[2] and last[4]["won"]
     with pytest.raises(EnvConfigError, match="after the episode ended"):
         sciworld_env.step(actions[-1])
+
+
+def _play_fixed(env, task: str, variation: int, actions: list[str], meanwhile=None) -> list[str]:
+    """Observations of ``actions`` played on a fresh load; ``meanwhile(k)`` runs before action k."""
+    env.reset(options={"task": task, "variation": variation})
+    seen = []
+    for k, action in enumerate(actions):
+        if meanwhile is not None:
+            meanwhile(k)
+        seen.append(env.step(action)[0])
+    return seen
+
+
+def test_an_episode_keeps_its_own_simulator_state_beside_another_env(sciworld_jvm, sciworld_env) -> None:
+    """Issue 33: the simulator has one random generator and one object-id counter per JVM, and every load
+    reseeds them. An env's turn runs on its own copy, so another env's load and steps in between leave
+    the episode's state exactly where it would be alone."""
+    from xtree_gym.envs.scienceworld import ScienceWorldEnv
+
+    actions = ["look around", "open door to kitchen", "look around"]
+    _play_fixed(sciworld_env, "find-animal", 0, actions)
+    alone = sciworld_jvm.sim_state()  # read right after the env's own last turn
+    other = ScienceWorldEnv(step_limit=None, jvm=sciworld_jvm)
+    try:
+
+        def other_env_plays(k: int) -> None:
+            if k == 1:
+                other.reset(options={"task": "boil", "variation": 3})  # reseeds the JVM's generator
+            if k == 2:
+                other.step("look around")
+
+        _play_fixed(sciworld_env, "find-animal", 0, actions, meanwhile=other_env_plays)
+        beside = sciworld_jvm.sim_state()
+        other.step("look around")
+        assert sciworld_jvm.sim_state() != beside  # the other env plays on its own state, not this one's
+    finally:
+        other.close()
+    assert beside == alone
+
+
+@pytest.mark.slow
+def test_bees_fly_the_same_beside_another_env(sciworld_jvm, sciworld_env) -> None:
+    """Behaviour, not state: grow-fruit's bees draw from the JVM's one random generator. The same 300+
+    actions give the same observations alone and with another env loading and stepping in the same JVM
+    (before per-env simulator state, 3 of them differed: the bees were elsewhere)."""
+    from xtree_gym.envs.scienceworld import ScienceWorldEnv
+
+    sciworld_env.reset(options={"task": "grow-fruit", "variation": 0, "gold_path": True})
+    plan = [x for a in sciworld_env.gold_actions() for x in (a, "look around", "wait1", "look around")]
+    alone = _play_fixed(sciworld_env, "grow-fruit", 0, plan)
+    other = ScienceWorldEnv(step_limit=None, jvm=sciworld_jvm)
+    try:
+
+        def other_env_plays(k: int) -> None:
+            if k == 3:
+                other.reset(options={"task": "find-animal", "variation": 7})
+            elif k > 3 and not other._done:
+                other.step("look around")
+
+        beside = _play_fixed(sciworld_env, "grow-fruit", 0, plan, meanwhile=other_env_plays)
+    finally:
+        other.close()
+    assert len(alone) == len(beside) == len(plan) > 300
+    diff = [k for k, (a, b) in enumerate(zip(alone, beside)) if a != b]
+    assert diff == [], (diff, plan[diff[0] - 2 : diff[0] + 1], alone[diff[0]], beside[diff[0]])

@@ -16,6 +16,16 @@ HTTP ``/reset`` and ``/step`` build a fresh env per request (OpenEnv's design), 
 message, never a bare 500: a string ``action`` or an unknown field 422 (pydantic), step before
 reset or after the end 409 (on ``/ws``: an error message, the session stays usable).
 
+**Frames OpenEnv's loop would die on.** OpenEnv 0.3's ``/ws`` loop ends the session (``SESSION_ERROR``,
+socket closed, episode gone) on a binary frame, on JSON that is not an object (``[1]``, ``"hi"``,
+``null``) and on nesting deep enough to hit Python's recursion limit; and a ``NaN`` in an HTTP body
+comes back in the validation error, which JSON cannot carry (a bare 500). :func:`make_app` therefore
+wraps the app in :class:`_InputGuard`, which reads every ``/ws`` (and ``/mcp``) frame and every
+``/reset`` / ``/step`` body *before* OpenEnv does, with :func:`~xtree_gym.corpus.io.loads_strict`
+(no ``NaN``/``Infinity``, at most :data:`MAX_MESSAGE_DEPTH` levels): a bad frame is answered with an
+error frame (OpenEnv's ``{"type": "error", "data": {"message", "code"}}``) and the session goes on; a
+bad body is a 422 whose ``detail`` says what is wrong.
+
 Like every single-env interface it cannot see a group: with a ``tree`` the final observation's
 ``xtree_bonus`` holds Σ b_v for the client to weight by its group's λ_g
 (:func:`~xtree_gym.adapters.text_env.group_bonus_rewards`).
@@ -47,12 +57,15 @@ from openenv.core.env_server import (
 )
 from pydantic import Field
 
+from ..corpus.io import JSONProblem, loads_strict
 from ..errors import EnvConfigError, XTreeError
 from ..mining.tree import XTree
 from .text_env import TextEpisode, episode_bonus
 
 OPENENV_VERSION = "0.3.0"
 """The ``openenv-core`` release this adapter is tested against (the ``interop`` pin)."""
+MAX_MESSAGE_DEPTH = 32
+"""Deepest nesting of arrays/objects accepted in a ``/ws`` frame or an HTTP body (a step is 3 levels)."""
 
 
 class EpisodeStateError(EnvConfigError):
@@ -165,6 +178,129 @@ class _SessionServer(HTTPEnvServer):  # type: ignore[misc]
             ) from exc
 
 
+WS_SHAPE = '{"type": "step", "data": {"reply": "..."}}'
+"""What a ``/ws`` message looks like (``message_problem``'s default ``shape``)."""
+SHAPES = {
+    "/ws": WS_SHAPE,
+    "/mcp": '{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}',
+    "/reset": '{"seed": 0}',
+    "/step": '{"action": {"reply": "..."}}',
+}
+"""What a message (``/ws``, ``/mcp``) or an HTTP body (``/reset``, ``/step``) looks like, per route."""
+
+
+def message_problem(text: str | None, shape: str = WS_SHAPE) -> tuple[str, str] | None:
+    """(what is wrong, OpenEnv's error code) for one incoming message (``None``: a binary frame), or None.
+
+    ``shape`` is an example of a good message, quoted when the JSON is not an object.
+
+    Example:
+        >>> message_problem('{"type": "step", "data": {"reply": "x"}}') is None
+        True
+        >>> for bad in (None, "[1, 2, 3]", "null", '{"data": {"reply": NaN}}', "[" * 99 + "]" * 99):
+        ...     problem, code = message_problem(bad)
+        ...     print(code, "|", problem[:43])
+        INVALID_JSON | binary frames are not understood: send each
+        VALIDATION_ERROR | a message is a JSON object such as {"type":
+        VALIDATION_ERROR | a message is a JSON object such as {"type":
+        INVALID_JSON | NaN is not a number JSON allows (NaN/Infini
+        INVALID_JSON | nested deeper than 32 levels
+    """
+    if text is None:
+        return "binary frames are not understood: send each message as a JSON text frame", "INVALID_JSON"
+    try:
+        obj = loads_strict(text, max_depth=MAX_MESSAGE_DEPTH)
+    except JSONProblem as exc:
+        return str(exc), "INVALID_JSON"
+    if not isinstance(obj, dict):
+        kinds = {list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
+        kind = kinds.get(type(obj), "a number")
+        return f"a message is a JSON object such as {shape}, not {kind}", "VALIDATION_ERROR"
+    return None
+
+
+def _ws_error(path: str, problem: str, code: str) -> str:
+    """The error frame for ``problem`` in the protocol of the socket at ``path`` (``/ws`` or ``/mcp``)."""
+    if path == "/mcp":  # JSON-RPC: a parse error, or an invalid request
+        from openenv.core.env_server.mcp_types import JsonRpcErrorCode, JsonRpcResponse
+
+        rpc = JsonRpcErrorCode.PARSE_ERROR if code == "INVALID_JSON" else JsonRpcErrorCode.INVALID_REQUEST
+        return str(JsonRpcResponse.error_response(rpc, problem).model_dump_json())
+    from openenv.core.env_server.types import WSErrorResponse
+
+    return str(WSErrorResponse(data={"message": problem, "code": code}).model_dump_json())
+
+
+class _InputGuard:
+    """ASGI wrapper that checks each ``/ws`` / ``/mcp`` frame and each ``/reset`` / ``/step`` body first.
+
+    A bad frame is answered with an error frame and never reaches OpenEnv's loop (which would end
+    the session on it); a bad body is a 422 with a message. Everything else passes untouched.
+    """
+
+    WS_PATHS = ("/ws", "/mcp")
+    HTTP_PATHS = ("/reset", "/step")
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    def __getattr__(self, name: str) -> Any:  # the FastAPI app's routes, state... for whoever asks
+        return getattr(self.app, name)
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        path = scope.get("path", "")
+        if scope["type"] == "websocket" and path in self.WS_PATHS:
+            await self.app(scope, self._frames(path, receive, send), send)
+        elif scope["type"] == "http" and scope.get("method") == "POST" and path in self.HTTP_PATHS:
+            await self._http(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
+
+    @staticmethod
+    def _frames(path: str, receive: Any, send: Any) -> Any:
+        async def checked() -> Any:
+            while True:  # OpenEnv waits here between messages, so answering now cannot interleave
+                message = await receive()
+                if message["type"] != "websocket.receive":
+                    return message
+                problem = message_problem(message.get("text"), SHAPES[path])
+                if problem is None:
+                    return message
+                await send({"type": "websocket.send", "text": _ws_error(path, *problem)})
+
+        return checked
+
+    async def _http(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        chunks, messages = [], []
+        while True:
+            message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request":
+                break
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        problem = None
+        if body.strip():
+            try:
+                problem = message_problem(body.decode("utf-8"), SHAPES[scope["path"]])
+            except UnicodeDecodeError:
+                problem = ("the request body is not UTF-8 text", "INVALID_JSON")
+        if problem is not None:
+            from fastapi.responses import JSONResponse
+
+            detail = f"request body: {problem[0]}"
+            await JSONResponse(status_code=422, content={"detail": detail})(scope, receive, send)
+            return
+        replay = iter(messages)
+
+        async def again() -> Any:
+            return next(replay, None) or await receive()
+
+        await self.app(scope, again, send)
+
+
 def make_app(
     env_id: str,
     *,
@@ -204,4 +340,4 @@ def make_app(
         return JSONResponse(status_code=code, content={"detail": str(exc)})
 
     app.add_exception_handler(XTreeError, xtree_error)
-    return app
+    return _InputGuard(app)

@@ -62,6 +62,63 @@ def plan_episodes(
     return pairs
 
 
+def plan_shortfall(
+    split: str = "train",
+    per_task: int | None = 40,
+    *,
+    tasks: Sequence[str] | None = None,
+    slow_cap: int | None = DEFAULT_SLOW_CAP,
+) -> list[tuple[str, int, str]]:
+    """(task, episodes asked for but not planned, why) for each task :func:`plan_episodes` gives less.
+
+    Example:
+        >>> names = ["boil", "identify-life-stages-2", "mendelian-genetics-known-plant"]
+        >>> for task, k, why in plan_shortfall("train", 5, tasks=names, slow_cap=4):
+        ...     print(task, k, "|", why.split(" (")[0])
+        identify-life-stages-2 1 | the train split has only 4 variations of it
+        mendelian-genetics-known-plant 1 | --slow-cap 4
+    """
+    names = [folds.resolve_task(t) for t in tasks] if tasks else list(folds.TASK_NAMES)
+    out: list[tuple[str, int, str]] = []
+    for task in names:
+        n = len(folds.split_variations(task, split))
+        asked = n if per_task is None else per_task
+        if asked > n:
+            out.append((task, asked - n, f"the {split} split has only {n} variations of it"))
+        if task in folds.SLOW_GOLD_TYPES and slow_cap is not None and min(asked, n) > slow_cap:
+            why = (
+                f"--slow-cap {slow_cap} (each mendelian-genetics gold path takes seconds to generate; "
+                "raise --slow-cap for more)"
+            )
+            out.append((task, min(asked, n) - slow_cap, why))
+    return out
+
+
+def not_written(
+    shortfall: Sequence[tuple[str, int, str]],
+    pairs: Sequence[tuple[str, int]],
+    records: Sequence[dict[str, Any]],
+) -> list[str]:
+    """One line per task (and reason) with episodes asked for but not in ``records``: the plan's
+    shortfall, and any planned (task, variation) whose record did not come back.
+
+    Example:
+        >>> shortfall, planned = [("boil", 2, "too few")], [("boil", 0), ("melt", 3)]
+        >>> for line in not_written(shortfall, planned, [{"task": "boil", "variation": 0}]):
+        ...     print(line)
+        boil: 2 episodes not written: too few
+        melt: variation 3 not written: no record came back from the simulator
+    """
+    lines = [f"{t}: {k} episode{'s' * (k != 1)} not written: {why}" for t, k, why in shortfall]
+    got = {(r.get("task"), r.get("variation")) for r in records}
+    lines += [
+        f"{t}: variation {v} not written: no record came back from the simulator"
+        for t, v in pairs
+        if (t, v) not in got
+    ]
+    return lines
+
+
 def replay_gold(env: Any, task: str, variation: int, split: str = "train") -> dict[str, Any]:
     """Replay the gold sequence of one variation on ``env`` and return the corpus record (a dict)."""
     obs, info = env.reset(options={"task": task, "variation": variation, "gold_path": True})
@@ -199,8 +256,9 @@ def collect_gold(
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def summarize(records: Sequence[dict[str, Any]]) -> str:
-    """One paragraph: counts, success rate, and every failure by id and final score."""
+def summarize(records: Sequence[dict[str, Any]], missing: Sequence[str] = ()) -> str:
+    """One paragraph: counts, success rate, every failure by id and final score, and ``missing``
+    (:func:`not_written`'s lines: what was asked for and not written, and why)."""
     n = len(records)
     ok = sum(1 for r in records if r["success"])
     types = len({r["task"] for r in records})
@@ -210,6 +268,7 @@ def summarize(records: Sequence[dict[str, Any]]) -> str:
         if not r["success"]:
             why = f" ({r['fault']})" if r.get("fault") else ""
             lines.append(f"  failure kept: {r['id']} score={r['score']} steps={len(r['steps'])}{why}")
+    lines.extend(f"  {line}" for line in missing)
     return "\n".join(lines)
 
 
@@ -218,9 +277,9 @@ def _handler(args: argparse.Namespace) -> int:
 
     check_dependencies()
     tasks = [t for chunk in (args.tasks or []) for t in chunk.split(",") if t] or None
-    pairs = plan_episodes(
-        args.split, None if args.per_task == 0 else args.per_task, tasks=tasks, slow_cap=args.slow_cap
-    )
+    per_task = None if args.per_task == 0 else args.per_task
+    pairs = plan_episodes(args.split, per_task, tasks=tasks, slow_cap=args.slow_cap)
+    shortfall = plan_shortfall(args.split, per_task, tasks=tasks, slow_cap=args.slow_cap)
     print(
         f"collecting {len(pairs)} gold episodes ({args.split} split) with {args.workers} worker(s); "
         "each starts a ScienceWorld JVM first (10-60 s before the first episode)",
@@ -229,8 +288,14 @@ def _handler(args: argparse.Namespace) -> int:
     )
     records = list(collect_gold(pairs, args.split, workers=args.workers, step_timeout=args.step_timeout))
     n = write_corpus(args.output, records)
-    print(f"wrote {n} trajectories to {args.output}")
-    print(summarize(records))
+    missing = not_written(shortfall, pairs, records)
+    asked = len(pairs) + sum(k for _, k, _ in shortfall)
+    print(f"wrote {n} trajectories to {args.output}" + (f" ({asked} asked for)" if asked != n else ""))
+    print(summarize(records, missing))
+    if missing:  # also on stderr, where a script that keeps only the corpus still sees it
+        print(f"{asked - n} of {asked} episodes asked for were not written:", file=sys.stderr)
+        for line in missing:
+            print(f"  {line}", file=sys.stderr)
     return 0
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import string
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -43,6 +43,10 @@ _TEXT = spaces.Text(max_length=1 << 16, charset=string.printable)
 
 INVALID_REPLIES: tuple[str, ...] = ("No known action matches that input.", "Unknown action.")
 """How the simulator starts its answer to an action it cannot run (checked against the jar in tests)."""
+
+
+STATE_TIMEOUT_S = 10.0
+"""Least time a turn's simulator-state read or write may take before the watchdog kills the JVM."""
 
 
 def _sendable(action: str) -> bool:
@@ -163,6 +167,9 @@ class ScienceWorldEnv(gym.Env[str, str]):
         self._iface: Any = None
         self._gen = -1
         self._watchdog: Any = None
+        self._sim: tuple[int, tuple[int, int]] | None = None
+        """(JVM generation, the simulator's process-wide state as this env's last turn left it)."""
+        self._turn_depth = 0
         self._traj: Trajectory | None = None
         self._last_obs = ""
         self._score = 0
@@ -190,12 +197,49 @@ class ScienceWorldEnv(gym.Env[str, str]):
             self._gen = jvm.generation
         return self._iface
 
-    def _call(self, timeout: float, fn: Any, *args: Any) -> Any:
-        self._watchdog.arm(timeout)
+    @contextlib.contextmanager
+    def _turn(self) -> Iterator[SciWorldJVM]:
+        """This env's turn in its JVM: the JVM's call lock, with the simulator's process-wide state (one
+        random generator and one object-id counter for every env in the JVM) set to this env's own for
+        the turn and saved after it -- so an episode plays as it would alone in its JVM, whatever the
+        other envs there do meanwhile (interleaved steps, another env's load)."""
+        jvm = self._ensure_jvm()
+        with jvm.call_lock:
+            outer = self._turn_depth == 0
+            if outer and self._sim is not None and self._sim[0] == jvm.generation:
+                self._guarded(jvm.set_sim_state, self._sim[1])
+            self._turn_depth += 1
+            try:
+                yield jvm
+            finally:
+                self._turn_depth -= 1
+                if outer:
+                    self._sim = None
+                    if jvm.alive and not self._watchdog.fired:  # else the episode is lost anyway (and
+                        with contextlib.suppress(
+                            Exception
+                        ):  # arming again would hide why, see _fault_reason)
+                            self._sim = (jvm.generation, self._guarded(jvm.sim_state))
+
+    def _guarded(self, fn: Any, *args: Any) -> Any:
+        """``fn(*args)`` (a state read or write: a few µs of work) under the watchdog, so a hung JVM is
+        killed, not waited on forever; at least :data:`STATE_TIMEOUT_S`, so a tight step budget still
+        falls on the step itself."""
+        self._watchdog.arm(max(self.step_timeout, STATE_TIMEOUT_S))
         try:
             return fn(*args)
         finally:
             self._watchdog.disarm()
+
+    def _call(self, timeout: float, fn: Any, *args: Any) -> Any:
+        """``fn(*args)`` in the simulator on this env's turn, killed past ``timeout`` seconds."""
+        assert self._watchdog is not None
+        with self._turn():  # armed only once our turn comes: waiting is not hanging
+            self._watchdog.arm(timeout)
+            try:
+                return fn(*args)
+            finally:
+                self._watchdog.disarm()
 
     def _fault_reason(self, exc: Exception, what: str, timeout: float) -> str:
         """Why a simulator call failed; restarts the JVM when it is gone. The episode is lost either way."""
@@ -251,9 +295,12 @@ class ScienceWorldEnv(gym.Env[str, str]):
         for attempt in (0, 1):
             iface = self._interface()
             try:
-                self._call(self.load_timeout, iface.load, task, int(variation), self.simplifications, gold)
-                obs = self._call(self.step_timeout, iface.freeActionLook)
-                goal = self._call(self.step_timeout, iface.getTaskDescription)
+                with self._turn():  # the load and its first reads, as one turn in the JVM
+                    self._call(
+                        self.load_timeout, iface.load, task, int(variation), self.simplifications, gold
+                    )
+                    obs = self._call(self.step_timeout, iface.freeActionLook)
+                    goal = self._call(self.step_timeout, iface.getTaskDescription)
                 break
             except err as exc:
                 reason = self._fault_reason(exc, "load", self.load_timeout)
@@ -299,15 +346,16 @@ class ScienceWorldEnv(gym.Env[str, str]):
         try:
             if self._gen != self.jvm.generation:
                 raise err("simulator handle is from a previous JVM")
-            self._watchdog.arm(self.step_timeout)
-            try:
-                iface = self._iface
-                obs = str(iface.step(action))
-                score = round(100 * float(iface.getScore()))
-                completed = bool(iface.getCompleted())
-                moves = int(iface.getNumMoves())
-            finally:
-                self._watchdog.disarm()
+            with self._turn():  # one call at a time per JVM, on this env's own simulator state
+                self._watchdog.arm(self.step_timeout)
+                try:
+                    iface = self._iface
+                    obs = str(iface.step(action))
+                    score = round(100 * float(iface.getScore()))
+                    completed = bool(iface.getCompleted())
+                    moves = int(iface.getNumMoves())
+                finally:
+                    self._watchdog.disarm()
         except err as exc:
             reason = self._fault_reason(exc, "step", self.step_timeout)
             traj.steps[-1].observation = ""

@@ -3,9 +3,16 @@
 The ``scienceworld`` package's own ``ScienceWorldEnv`` starts its JVM with the default heap (3-4 GB
 here) and lists every valid action on each step (~90 % of its step time). :class:`SciWorldJVM` starts the
 same jar with ``-Xmx1g`` and hands out raw ``PythonInterface`` objects, one per environment; several
-environments may share one JVM (each interface holds its own task state). When the process dies or a
-call hangs, :meth:`SciWorldJVM.restart` starts a fresh one and bumps :attr:`SciWorldJVM.generation`, so
-every environment using the old process knows its episode is gone.
+environments may share one JVM (each interface holds its own task state). The simulator is not
+thread-safe: two ``load`` calls that overlap in one JVM build crossed worlds (an episode gets another
+variation's objects, and a gold path that does not fit it), so every call into one JVM holds its
+:attr:`SciWorldJVM.call_lock` -- envs on one JVM take turns, envs on separate JVMs run at once.
+Taking turns is not enough: the simulator keeps two things process-wide, its one random generator
+(``scala.util.Random``: wandering animals, bees, plant genetics) and its object-id counter, and every
+``load`` reseeds both. :meth:`SciWorldJVM.sim_state` / :meth:`SciWorldJVM.set_sim_state` read and set
+them, so each env can play its turns on its own state and an episode runs as it would alone in a JVM.
+When the process dies or a call hangs, :meth:`SciWorldJVM.restart` starts a fresh one and bumps
+:attr:`SciWorldJVM.generation`, so every environment using the old process knows its episode is gone.
 """
 
 from __future__ import annotations
@@ -24,6 +31,13 @@ from ..errors import EnvConfigError, missing_dependency
 
 DEFAULT_JAVA_OPTIONS: tuple[str, ...] = ("-Xmx1g", "-XX:+UseSerialGC")
 """Heap cap so several simulators fit in memory; the serial GC keeps a JVM to one GC thread on 2 cores."""
+
+
+OPEN_JAVA_UTIL = "--add-opens=java.base/java.util=ALL-UNNAMED"
+"""Always passed to the JVM: lets :meth:`SciWorldJVM.sim_state` read ``java.util.Random``'s private seed."""
+
+_SCRAMBLE = 0x5DEECE66D
+"""``java.util.Random.setSeed(s)`` stores ``s ^ _SCRAMBLE``; setting ``state ^ _SCRAMBLE`` restores ``state``."""
 
 
 def java_available() -> bool:
@@ -101,6 +115,10 @@ class SciWorldJVM:
         self._gateway: Any = None
         self._proc: Any = None
         self._lock = threading.Lock()
+        self._sim_handles: tuple[int, Any] = (-1, None)  # (generation, reflection handles) for sim_state
+        self.call_lock = threading.RLock()
+        """Held for every simulator call into this JVM (:class:`~xtree_gym.envs.scienceworld.ScienceWorldEnv`
+        takes it): overlapping loads in one JVM cross their worlds, so calls take turns."""
         if start:
             self.start()
 
@@ -131,7 +149,11 @@ class SciWorldJVM:
         # py4j logs a traceback for every call on a dead JVM; the env reports those faults itself.
         logging.getLogger("py4j.java_gateway").setLevel(logging.CRITICAL)
         port, proc = launch_gateway(
-            classpath=jar, die_on_exit=True, cwd=BASEPATH, return_proc=True, javaopts=list(self.java_options)
+            classpath=jar,
+            die_on_exit=True,
+            cwd=BASEPATH,
+            return_proc=True,
+            javaopts=[*self.java_options, OPEN_JAVA_UTIL],
         )
         self._proc = proc
         self._gateway = JavaGateway(
@@ -208,7 +230,35 @@ class SciWorldJVM:
         """A fresh simulator handle (``scienceworld.runtime.pythonapi.PythonInterface``) in this JVM."""
         if not self.alive:
             self.start()
-        return self._gateway.jvm.scienceworld.runtime.pythonapi.PythonInterface()
+        with self.call_lock:
+            return self._gateway.jvm.scienceworld.runtime.pythonapi.PythonInterface()
+
+    def _handles(self) -> Any:
+        """(scala's Random object, its java.util.Random, the ``seed`` field, the id counter), per generation."""
+        if self._sim_handles[0] != self.generation:
+            jvm = self._gateway.jvm
+            forname = jvm.java.lang.Class.forName
+            module = forname("scala.util.Random$").getField("MODULE$").get(None)
+            field = forname("java.util.Random").getDeclaredField("seed")
+            field.setAccessible(True)  # needs OPEN_JAVA_UTIL on Java 9+
+            self._sim_handles = (self.generation, (module, module.self(), field, jvm.util.UniqueIdentifier))
+        return self._sim_handles[1]
+
+    def sim_state(self) -> tuple[int, int]:
+        """The simulator's process-wide state: (its random generator's 48-bit seed, its last object id).
+
+        Every env in this JVM shares it; call it (and :meth:`set_sim_state`) holding :attr:`call_lock`.
+        """
+        with self.call_lock:
+            _, rng, field, ids = self._handles()
+            return int(field.get(rng)), int(ids.count())
+
+    def set_sim_state(self, state: tuple[int, int]) -> None:
+        """Set what :meth:`sim_state` read: the generator continues exactly where it was then."""
+        with self.call_lock:
+            module, _, _, ids = self._handles()
+            module.setSeed(int(state[0]) ^ _SCRAMBLE)
+            getattr(ids, "count_$eq")(int(state[1]))
 
     def watchdog(self) -> _Watchdog:
         """A watchdog that kills this JVM when an armed deadline passes (one per environment)."""
