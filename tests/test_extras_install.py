@@ -172,7 +172,9 @@ def test_gpu_and_interop_stay_apart_for_the_reason_given(tmp_path: Path) -> None
     specs = []
     for pin in pins:
         reqs = [Requirement(r) for r in _requires(pin, tmp_path)]
-        specs.append(next(r.specifier for r in reqs if r.name == GPU_CONFLICTS["tinker,gpu"] and not r.marker))
+        specs.append(
+            next(r.specifier for r in reqs if r.name == GPU_CONFLICTS["tinker,gpu"] and not r.marker)
+        )
     cap = min(Version(s.version) for s in specs[0] if s.operator in ("<=", "<"))
     floor = max(Version(s.version) for s in specs[1] if s.operator == ">=")
     assert cap < floor, (str(specs[0]), str(specs[1]))

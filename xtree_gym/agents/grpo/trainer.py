@@ -31,6 +31,7 @@ from typing import Any
 
 import torch
 
+from ...errors import ConfigError
 from ..model.lora import AdapterFreeReference, precision
 from ..model.vllm import push_weights_to_vllm
 from ..play.tasks import generic_tasks, rank_share, scienceworld_tasks, webshop_goal_indices, webshop_tasks
