@@ -58,12 +58,14 @@ SUBGOALS_BY_ENV: dict[str, tuple[tuple[str, ...], str]] = {
         "get the key; opening the locked door with it is the task itself (the success step), not a subgoal",
     ),
     "MiniGrid-KeyCorridorS3R1-v0": (
-        ("pickup<key>", "toggle<door>", "drop<key>"),
-        "get the key, open the locked room, put the key down (one hand: the ball cannot be picked up holding it)",
+        ("pickup<key>", "toggle<door>", "drop<empty>"),
+        "get the key, open the locked room, put the key down (one hand: the ball cannot be picked up holding it;"
+        " the token names the cell dropped onto, so a no-op drop with empty hands pays it too, once)",
     ),
     "MiniGrid-UnlockPickup-v0": (
-        ("pickup<key>", "toggle<door>", "drop<key>"),
-        "get the key, open the locked room, put the key down (one hand: the box cannot be picked up holding it)",
+        ("pickup<key>", "toggle<door>", "drop<empty>"),
+        "get the key, open the locked room, put the key down (one hand: the box cannot be picked up holding it;"
+        " the token names the cell dropped onto, so a no-op drop with empty hands pays it too, once)",
     ),
     "MiniGrid-MultiRoom-N2-S4-v0": (
         ("toggle<door>", "forward<door>"),

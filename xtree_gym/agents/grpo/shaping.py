@@ -152,6 +152,7 @@ def xtree_rewards(
     base = outcome_rewards(episodes, invalid_penalty, outcome)
     lambdas = [0.0] * len(episodes)
     shaped = [b + 0.0 for b in base]
+    params: dict[str, Any] = dict(design)  # floats only: ``terminated`` defaults to the won flags
     for idx in groups_of(episodes).values():
         won = [bool(episodes[i].success) for i in idx]
         if mode == "eq3":
@@ -159,7 +160,7 @@ def xtree_rewards(
             out = [base[i] + lam * float(bonuses[i]) for i in idx]
         else:
             out, lam = shaped_group_rewards([base[i] for i in idx], [float(bonuses[i]) for i in idx], won,
-                                            mode=mode, lambda0=lambda0, w_ref=w_ref, **design)  # fmt: skip
+                                            mode=mode, lambda0=lambda0, w_ref=w_ref, **params)  # fmt: skip
         for i, r in zip(idx, out):
             lambdas[i], shaped[i] = lam, r
     return StepRewards(
