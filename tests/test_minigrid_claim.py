@@ -265,3 +265,42 @@ def test_pairs_reprints_the_committed_comparisons(capsys):
     line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("n=16"))
     f = want["final"]
     assert f"final {f['mean_diff']:+.3f} ({f['ahead']}/{f['tied']}/{f['behind']}, p={f['p']:.2g})" in line
+
+
+# --- issue 34: more envs (the solver reaches their success), their hand-named subgoals, the tree-derived arms
+
+
+@pytest.mark.parametrize("name", ["unlock", "keycorridor", "unlockpickup", "multiroom"])
+def test_solver_wins_every_new_env(name: str) -> None:
+    from experiments.minigrid_claim.config import ENVS, SUBGOALS_BY_ENV
+
+    env_id, steps = ENVS[name]
+    demos = demo_corpus(env_id, steps, 6, (0.0,))
+    assert len(demos) == 6 and all(t.success for t in demos)  # noise 0: the scripted solver always wins
+    subgoals, reason = SUBGOALS_BY_ENV[env_id]
+    assert reason and subgoals == ClaimConfig(env_id=env_id).subgoal_tokens()
+    tokens = {s.token for t in demos for s in t.steps}
+    assert set(subgoals) <= tokens  # every named subgoal is something a solving episode does
+
+
+def test_contrastive_arms_pay_the_tree_values(corpus_and_trees) -> None:
+    """The env's bonus under a contrastive arm is sequence_bonus with the tree's contrastive values;
+    the potential arm pays only a truncated episode, the outcome alone to a terminated one."""
+    from experiments.minigrid_claim.train import Episode, node_values
+    from xtree_gym.rewards import sequence_bonus
+    from xtree_gym.rewards.contrastive import corpus_values
+
+    corpus, tree, _, _ = corpus_and_trees
+    tree.extra["node_values"] = corpus_values(tree, corpus)
+    spec = dataclasses.replace(SPEC, arm="xtree_contrastive_gated")
+    values = node_values(spec, tree)
+    assert values is not None and max(values.values.values()) == 1.0
+    assert node_values(dataclasses.replace(SPEC, arm="xtree_gated"), tree) is None
+    eps = rollout(make_policy(obs_dim(make_envs(spec, tree, 1)[0]), 16, 7), make_envs(spec, tree, 4),
+                  [1, 1, 2, 2], torch.Generator().manual_seed(0))  # fmt: skip
+    for e in eps:
+        assert e.bonus == pytest.approx(sequence_bonus(tree, e.tokens, values, nesting=True).total)
+    won = Episode([], [], [], 0.9, True, 2.0, terminated=True)
+    lost = Episode([], [], [], 0.0, False, 2.0, terminated=False)
+    rewards, _ = batch_rewards([won, lost], 2, "xtree_potential", 0.75, 0.4, max_bonus=4.0, margin=0.09)
+    assert rewards == pytest.approx([0.9, 0.045])

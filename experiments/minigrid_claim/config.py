@@ -17,23 +17,62 @@ ARM_SPECS: dict[str, tuple[str | None, str]] = {
     "xtree_normalized": ("xtree", "normalized"),
     "xtree_gated": ("xtree", "gated"),
     "xtree_annealed": ("xtree", "annealed"),
+    "xtree_contrastive_gated": ("xtree", "contrastive_gated"),
+    "xtree_contrastive_normalized": ("xtree", "contrastive_normalized"),
+    "xtree_potential": ("xtree", "potential"),
     "random_tree": ("random_tree", "eq3"),
+    "random_tree_contrastive_gated": ("random_tree", "contrastive_gated"),
     "subgoal": ("subgoal", "eq3"),
     "remine": ("remine", "eq3"),
 }
 """arm -> (bonus source, bonus mode). Sources: the mined X-Tree, a random tree drawn per seed
 (matched node count and length histogram), the env's hand-named subgoals, the in-loop tree mined
 from the agent's own rollouts; modes: :data:`xtree_gym.rewards.modes.BONUS_MODES`."""
+ISSUE34_ARMS = (
+    "outcome", "xtree_gated", "xtree_contrastive_gated", "xtree_contrastive_normalized", "xtree_potential",
+    "random_tree", "random_tree_contrastive_gated", "subgoal",
+)  # fmt: skip
+"""Issue 34's grid: outcome, the best issue-23 design, the tree-derived designs (contrastive node values:
+each node of the arm's tree weighed by how it separates the corpus's successes from its failures), both
+random-tree controls, the env's hand-named subgoals."""
 ARMS = tuple(ARM_SPECS)
 LEGACY_ARMS = ("outcome", "xtree", "random_tree")
 """The three arms of the first claim check (``--full``)."""
 ENVS: dict[str, tuple[str, int]] = {
     "doorkey5": ("MiniGrid-DoorKey-5x5-v0", 100),
     "doorkey8": ("MiniGrid-DoorKey-8x8-v0", 200),
+    "unlock": ("MiniGrid-Unlock-v0", 100),
+    "keycorridor": ("MiniGrid-KeyCorridorS3R1-v0", 100),
+    "unlockpickup": ("MiniGrid-UnlockPickup-v0", 150),
+    "multiroom": ("MiniGrid-MultiRoom-N2-S4-v0", 40),
 }
-"""``--env`` short names -> (Gymnasium id, max_steps). Random play wins DoorKey-5x5 ≈ 1 % and 8x8 ≈ 0 %."""
+"""``--env`` short names -> (Gymnasium id, max_steps). Random play (100 episodes, seeds 0..99) wins DoorKey-5x5
+≈ 1 %, MultiRoom-N2-S4 3 %, and DoorKey-8x8, Unlock, KeyCorridorS3R1, UnlockPickup 0 % at these limits."""
 SUBGOALS = ("pickup<key>", "toggle<door>")
-"""The env's hand-named subgoals (the subgoal-shaping arm): each pays once per episode."""
+"""DoorKey's hand-named subgoals (the subgoal-shaping arm): each pays once per episode."""
+SUBGOALS_BY_ENV: dict[str, tuple[tuple[str, ...], str]] = {
+    "MiniGrid-DoorKey-5x5-v0": (SUBGOALS, "get the key, open the locked door; the goal is then a walk away"),
+    "MiniGrid-DoorKey-8x8-v0": (SUBGOALS, "get the key, open the locked door; the goal is then a walk away"),
+    "MiniGrid-Unlock-v0": (
+        ("pickup<key>",),
+        "get the key; opening the locked door with it is the task itself (the success step), not a subgoal",
+    ),
+    "MiniGrid-KeyCorridorS3R1-v0": (
+        ("pickup<key>", "toggle<door>", "drop<empty>"),
+        "get the key, open the locked room, put the key down (one hand: the ball cannot be picked up holding it;"
+        " the token names the cell dropped onto, so a no-op drop with empty hands pays it too, once)",
+    ),
+    "MiniGrid-UnlockPickup-v0": (
+        ("pickup<key>", "toggle<door>", "drop<empty>"),
+        "get the key, open the locked room, put the key down (one hand: the box cannot be picked up holding it;"
+        " the token names the cell dropped onto, so a no-op drop with empty hands pays it too, once)",
+    ),
+    "MiniGrid-MultiRoom-N2-S4-v0": (
+        ("toggle<door>", "forward<door>"),
+        "open the door between the two rooms and walk through it; the goal is in the second room",
+    ),
+}
+"""env id -> (hand-named subgoal tokens, the reason a domain expert names them). Written before any run."""
 HELDOUT = ("seeds", "layouts")
 
 
@@ -99,6 +138,17 @@ class ClaimConfig:
     """Fixed success levels for episodes-to-threshold."""
     workers: int = 2
     """Worker processes (at most 2: the machine is shared)."""
+    subgoals: tuple[str, ...] = ()
+    """``subgoal`` arm's tokens; empty: the env's own (:data:`SUBGOALS_BY_ENV`)."""
+
+    def subgoal_tokens(self) -> tuple[str, ...]:
+        """The subgoal arm's tokens: ``subgoals``, else the env's hand-named ones (DoorKey's for an unlisted env).
+
+        Example:
+            >>> ClaimConfig(env_id="MiniGrid-Unlock-v0").subgoal_tokens()
+            ('pickup<key>',)
+        """
+        return self.subgoals or SUBGOALS_BY_ENV.get(self.env_id, (SUBGOALS, ""))[0]
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ClaimConfig:

@@ -20,16 +20,21 @@ from experiments._results import write_provenance
 from xtree_gym.corpus.io import atomic_write_text
 from xtree_gym.render.figures import save_png
 
-from .config import ClaimConfig
+from .config import ARM_SPECS, ClaimConfig
 
 LABELS = {
     "outcome": "outcome only", "xtree": "+ X-Tree bonus", "random_tree": "+ random-tree bonus",
     "xtree_normalized": "+ X-Tree, normalized (a)", "xtree_gated": "+ X-Tree, gated (b)",
     "xtree_annealed": "+ X-Tree, annealed (c)", "subgoal": "+ subgoal shaping", "remine": "+ in-loop tree",
+    "xtree_contrastive_gated": "+ X-Tree, contrastive gated", "xtree_contrastive_normalized":
+    "+ X-Tree, contrastive normalized", "xtree_potential": "+ X-Tree, potential-based",
+    "random_tree_contrastive_gated": "+ random tree, contrastive gated",
 }  # fmt: skip
 COLORS = {
     "outcome": "tab:gray", "xtree": "tab:green", "random_tree": "tab:orange", "xtree_normalized": "tab:blue",
     "xtree_gated": "tab:purple", "xtree_annealed": "tab:cyan", "subgoal": "tab:red", "remine": "tab:brown",
+    "xtree_contrastive_gated": "tab:olive", "xtree_contrastive_normalized": "tab:pink", "xtree_potential": "black",
+    "random_tree_contrastive_gated": "gold",
 }  # fmt: skip
 CONTROLS = ("random_tree", "subgoal", "remine")
 """Arms also compared with the X-Tree arm (does the mined structure beat them?)."""
@@ -157,8 +162,47 @@ def compare(cfg: ClaimConfig, runs: list[dict[str, Any]]) -> list[dict[str, Any]
     pairs = [(a, "outcome") for a in cfg.arms if a != "outcome"]
     if "xtree" in cfg.arms:
         pairs += [(a, "xtree") for a in cfg.arms if a in CONTROLS]
+    if "random_tree_contrastive_gated" in cfg.arms and "xtree_contrastive_gated" in cfg.arms:
+        pairs.append(("xtree_contrastive_gated", "random_tree_contrastive_gated"))
     out = [paired(cfg, runs, n, a, b) for n in cfg.group_sizes for a, b in pairs]
     return [c for c in out if c is not None]
+
+
+MINED = tuple(a for a, (source, _) in ARM_SPECS.items() if source == "xtree")
+"""Arms whose bonus comes from the mined X-Tree alone (no hand naming)."""
+
+
+def best_mined(cfg: ClaimConfig, results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per n: the mined arm of highest mean held-out success, paired against outcome, the random trees, subgoals."""
+    out = []
+    for n in cfg.group_sizes:
+        rows = [r for r in results["summary"] if r["n"] == n and r["arm"] in MINED]
+        if not rows:
+            continue
+        best = max(rows, key=lambda r: (r["eval_success"]["mean"], r["final_train_success"]["mean"]))["arm"]
+        bases = [
+            b for b in ("outcome", "random_tree", "random_tree_contrastive_gated", "subgoal") if b in cfg.arms
+        ]
+        for b in bases:
+            c = paired(cfg, results["runs"], n, best, b)
+            if c is not None:
+                out.append(c)
+    return out
+
+
+def _pair_line(c: dict[str, Any], cfg: ClaimConfig) -> str:
+    f = c["final"]
+    cells = [f"{f['mean_diff']:+.3f} ({f['ahead']}/{f['tied']}/{f['behind']}, p={f['p']:.3g})"]
+    cells += [f"{c[k]['mean_diff']:+.3f} (p={c[k]['p']:.3g})" for k in ("eval", "auc")]
+    cells += [
+        f"{0.0 - c[f'to_{t:g}']['mean_diff'] + 0.0:+.0f} (p={c[f'to_{t:g}']['p']:.3g})"
+        for t in cfg.thresholds
+    ]
+    return (
+        f"| {c['n']} | {c['arm']} | {c['vs']} | {c['seeds']} | "
+        + " | ".join(cells)
+        + f" | {verdict(c, 'eval')} |"
+    )
 
 
 def verdict(c: dict[str, Any], key: str, alpha: float = 0.05) -> str:
@@ -212,16 +256,12 @@ def table(cfg: ClaimConfig, results: dict[str, Any]) -> str:
               "| n | arm | vs | seeds | Δ final (ahead/tied/behind, p) | Δ held-out (p) | Δ AUC (p) | "
               + " | ".join(f"Δ episodes to {t:g} (p)" for t in cfg.thresholds) + " | verdict (held-out, p < 0.05) |",
               "|---|---|---|---|---|---|---|" + "---|" * len(cfg.thresholds) + "---|"]  # fmt: skip
-    for c in results["comparisons"]:
-        f = c["final"]
-        cells = [f"{f['mean_diff']:+.3f} ({f['ahead']}/{f['tied']}/{f['behind']}, p={f['p']:.3g})"]
-        cells += [f"{c[k]['mean_diff']:+.3f} (p={c[k]['p']:.3g})" for k in ("eval", "auc")]
-        cells += [
-            f"{0.0 - c[f'to_{t:g}']['mean_diff'] + 0.0:+.0f} (p={c[f'to_{t:g}']['p']:.3g})"
-            for t in cfg.thresholds
-        ]
-        lines.append(f"| {c['n']} | {c['arm']} | {c['vs']} | {c['seeds']} | " + " | ".join(cells)
-                     + f" | {verdict(c, 'eval')} |")  # fmt: skip
+    head = lines[-2:]
+    lines += [_pair_line(c, cfg) for c in results["comparisons"]]
+    best = best_mined(cfg, results)
+    if best:
+        lines += ["", "## Best mined design per n (highest mean held-out success among the X-Tree arms)", "",
+                  *head, *(_pair_line(c, cfg) for c in best)]  # fmt: skip
     lines += ["", *_inputs(cfg, results), ""]
     return "\n".join(lines)
 

@@ -36,10 +36,11 @@ from xtree_gym.mining import mine
 from xtree_gym.mining.config import MinerConfig
 from xtree_gym.mining.tree import XTree
 from xtree_gym.progress import Progress
+from xtree_gym.rewards.contrastive import corpus_values
 from xtree_gym.rewards.instances import random_tree
-from xtree_gym.rewards.modes import max_episode_bonus
+from xtree_gym.rewards.modes import CONTRASTIVE_MODES, max_episode_bonus
 
-from .config import ARM_SPECS, ARMS, ENVS, FULL, GRID, SMOKE, SUBGOALS, ClaimConfig
+from .config import ARM_SPECS, ARMS, ENVS, FULL, GRID, SMOKE, SUBGOALS_BY_ENV, ClaimConfig
 from .controls import exact_random_tree, layout_split, length_histogram, subgoal_value
 from .report import compare, summarize, write_curves, write_report
 from .solver import demo_corpus
@@ -147,9 +148,13 @@ def _prepare(cfg: ClaimConfig) -> dict[str, Any]:
     corpus = demo_corpus(cfg.env_id, cfg.max_steps, cfg.demo_episodes, cfg.demo_noise)
     tree, closest, dists = build_trees(cfg, corpus)
     rtrees = random_trees(cfg, corpus, tree, closest)
+    if any(ARM_SPECS[a][1] in CONTRASTIVE_MODES for a in cfg.arms):
+        for t in [tree, *rtrees.values()]:  # each tree's own contrastive b_v, from the same corpus
+            t.extra["node_values"] = dict(sorted(corpus_values(t, corpus).items()))
     extra: dict[str, Any] = {
         "max_bonus": max_episode_bonus(tree),
-        "subgoal_value": subgoal_value(corpus, tree, len(SUBGOALS)),
+        "subgoal_value": subgoal_value(corpus, tree, len(cfg.subgoal_tokens())),
+        "subgoals": cfg.subgoal_tokens(),
     }
     split: dict[str, Any] = {"heldout": cfg.heldout}
     if cfg.heldout == "layouts":
@@ -166,16 +171,25 @@ def _prepare(cfg: ClaimConfig) -> dict[str, Any]:
                    "mean_length": sum(len(t.steps) for t in corpus) / len(corpus)},
         "trees": {
             "xtree": {"nodes": len(tree), "length_histogram": length_histogram(tree),
-                      "depths": tree.depth_histogram(), "max_episode_bonus": extra["max_bonus"]},
+                      "depths": tree.depth_histogram(), "max_episode_bonus": extra["max_bonus"],
+                      "node_values": _top_values(tree)},
             "random_tree": {"mode": cfg.random_tree_mode, "per_seed": {
                 str(s): {"nodes": len(t), "length_histogram": length_histogram(t), "seed": t.extra["control"]["seed"],
                          "tries": t.extra["control"].get("tries")} for s, t in rtrees.items()},
                 "closest_histogram_distance_per_draw": dists},
-            "subgoal": {"subgoals": list(SUBGOALS), "value_each": extra["subgoal_value"]},
+            "subgoal": {"subgoals": list(extra["subgoals"]), "value_each": extra["subgoal_value"],
+                        "reason": SUBGOALS_BY_ENV.get(cfg.env_id, ((), ""))[1]},
         },
         "split": split,
     }  # fmt: skip
     return {"corpus": corpus, "tree": tree, "rtrees": rtrees, "extra": extra, "info": info}
+
+
+def _top_values(tree: XTree, k: int = 8) -> list[dict[str, Any]]:
+    """The ``k`` nodes of highest contrastive value, with their expansions (what the tree pays for)."""
+    vals = tree.extra.get("node_values") or {}
+    top = sorted(vals.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+    return [{"node": v, "value": round(w, 4), "expansion": list(tree[v].expansion)} for v, w in top if w > 0]
 
 
 def _tree_for(arm: str, seed: int, prep: dict[str, Any]) -> dict[str, Any] | None:

@@ -2,7 +2,9 @@
 
 The solver reads the full grid (it is privileged, like an oracle): if a locked door exists and the
 agent holds no key it walks to the key and picks it up, then it walks to the goal, toggling every
-closed or locked door on its path. Breadth-first search over cells; turns toward the next cell.
+closed or locked door on its path. Envs without a goal cell: the target is the mission object
+(``env.obj``: the ball of KeyCorridor, the box of UnlockPickup), picked up after the key is dropped
+once no locked door is left; with no such object (Unlock) the target is the locked door itself. Breadth-first search over cells; turns toward the next cell.
 With probability ``noise`` a step takes a uniformly random action instead, so the corpus holds
 successes and failures (the episode's own verifier labels them: reward > 0).
 """
@@ -63,16 +65,38 @@ def _bfs(
     return []
 
 
+def _targets(u: Any, has_key: bool, locked: list[tuple[int, int]]) -> tuple[set[tuple[int, int]], str]:
+    """Where the solver heads and what it does on arrival: ``pickup`` (key, mission object) or ``reach``."""
+    keys = _find(u, "key")
+    if locked and not has_key and keys:
+        return set(keys), "pickup"
+    goals = _find(u, "goal")
+    if goals:
+        return set(goals), "reach"
+    obj = getattr(u, "obj", None)
+    if obj is not None and obj.cur_pos is not None and u.carrying is not obj:
+        return {(int(obj.cur_pos[0]), int(obj.cur_pos[1]))}, "pickup"
+    return set(locked), "reach"  # Unlock: toggling the locked door is the task
+
+
 def solver_action(env: gym.Env) -> int:
-    """The solver's next action on a live DoorKey / MultiRoom / Empty-style env."""
+    """The solver's next action on a live DoorKey / MultiRoom / Unlock / KeyCorridor / UnlockPickup env."""
     u: Any = env.unwrapped
     pos = (int(u.agent_pos[0]), int(u.agent_pos[1]))
     carrying = u.carrying
     has_key = carrying is not None and carrying.type == "key"
     locked = [p for p in _find(u, "door") if u.grid.get(*p).is_locked]
-    keys = _find(u, "key")
-    want_key = bool(locked) and not has_key and bool(keys)
-    targets = set(keys) if want_key else set(_find(u, "goal"))
+    targets, verb = _targets(u, has_key, locked)
+    if verb == "pickup" and carrying is not None and not (has_key and locked):
+        # hands full (the key, no lock left): drop it on the nearest free cell off the way first
+        way = set(_bfs(u, pos, targets, True))
+        verb = "drop"
+        targets = {
+            (x, y)
+            for x in range(u.grid.width)
+            for y in range(u.grid.height)
+            if u.grid.get(x, y) is None and (x, y) not in way
+        }
     path = _bfs(u, pos, targets, has_key)
     if len(path) < 2:
         return FORWARD if not path else DONE
@@ -82,8 +106,8 @@ def solver_action(env: gym.Env) -> int:
     if turn:
         return RIGHT if turn == 1 else LEFT
     cell = u.grid.get(*nxt)
-    if cell is not None and cell.type == "key" and want_key:
-        return PICKUP
+    if nxt in targets and verb != "reach":
+        return PICKUP if verb == "pickup" else DROP
     if cell is not None and cell.type == "door" and not cell.is_open:
         return TOGGLE
     return FORWARD

@@ -25,7 +25,8 @@ from xtree_gym.agents.grpo.losses import clipped_policy_loss
 from xtree_gym.corpus import Step, Trajectory
 from xtree_gym.mining.tree import XTree
 from xtree_gym.rewards import lambda_g, sequence_bonus
-from xtree_gym.rewards.modes import max_episode_bonus, shaped_group_rewards
+from xtree_gym.rewards.contrastive import NodeValueBonus
+from xtree_gym.rewards.modes import CONTRASTIVE_MODES, max_episode_bonus, shaped_group_rewards
 from xtree_gym.wrappers.discrete import xtree_discrete
 
 from .config import ARM_SPECS, SUBGOALS
@@ -72,6 +73,8 @@ class RunSpec:
     """Bonus mode ``normalized``: the tree's largest reachable Σ b_v (0 for the in-loop tree: its own)."""
     subgoal_value: float = 0.0
     """Arm ``subgoal``: bonus per hand-named subgoal reached."""
+    subgoals: tuple[str, ...] = SUBGOALS
+    """Arm ``subgoal``: the env's hand-named subgoal tokens (each paid once per episode)."""
     remine_every: int = 4
     """Arm ``remine``: updates between re-minings."""
     remine_buffer: int = 256
@@ -157,6 +160,15 @@ class Episode:
     won: bool = False
     bonus: float = 0.0
     tokens: list[str] = field(default_factory=list)
+    terminated: bool = False
+    """Ended in a terminal state (not at the step limit): bonus mode ``potential`` zeroes Φ there."""
+
+
+def node_values(spec: RunSpec, tree: XTree | None) -> NodeValueBonus | None:
+    """The contrastive b_v of an arm whose mode uses them (the tree carries them in ``extra["node_values"]``)."""
+    if tree is None or ARM_SPECS[spec.arm][1] not in CONTRASTIVE_MODES:
+        return None
+    return NodeValueBonus(dict(tree.extra["node_values"]))
 
 
 def make_envs(spec: RunSpec, tree: XTree | None, count: int) -> list[gym.Env]:
@@ -166,6 +178,9 @@ def make_envs(spec: RunSpec, tree: XTree | None, count: int) -> list[gym.Env]:
     bonus: dict[str, Any] = (
         {"weight": "record", "lambda0": spec.lambda0, "w_ref": spec.w_ref} if tree is not None else {}
     )
+    values = node_values(spec, tree)
+    if values is not None:  # contrastive b_v, nesting rule on: a nested family earns its largest member
+        bonus.update(bonus=values, nesting=True)
     out = []
     for _ in range(count):
         base = gym.make(spec.env_id, max_steps=spec.max_steps, disable_env_checker=True)
@@ -197,7 +212,7 @@ def rollout(
             o, r, term, trunc, info = envs[i].step(a)
             e.tokens.append(str(info["xtree"]["token"]))
             if term or trunc:
-                e.reward, e.won = float(r), float(r) > 0
+                e.reward, e.won, e.terminated = float(r), float(r) > 0, bool(term)
                 e.bonus = float(info["xtree"].get("episode_bonus", 0.0))
             else:
                 cur[i] = encode(o)
@@ -264,8 +279,9 @@ def batch_rewards(
             lams.append(lambda_g(sum(won) / len(grp), lambda0, w_ref))
             rewards.extend(out)
             continue
+        ends = {"terminated": [e.terminated for e in grp]} if mode == "potential" else {}
         r, lam = shaped_group_rewards(out, [e.bonus for e in grp], won, mode=mode, lambda0=lambda0, w_ref=w_ref,
-                                      **design)  # fmt: skip
+                                      **design, **ends)  # fmt: skip
         rewards.extend(r)
         lams.append(lam)
     return rewards, lams
@@ -314,14 +330,18 @@ def post_hoc_bonus(spec: RunSpec, eps: list[Episode], loop: InLoopTree | None) -
     """Σ b_v of the arms whose bonus is not on the env: ``subgoal`` and ``remine`` (in place)."""
     for e in eps:
         if spec.arm == "subgoal":
-            e.bonus = subgoal_bonus(e.tokens, spec.subgoal_value, SUBGOALS)
+            e.bonus = subgoal_bonus(e.tokens, spec.subgoal_value, spec.subgoals)
         elif loop is not None and loop.tree is not None:
             e.bonus = sequence_bonus(loop.tree, e.tokens).total
 
 
-def _design(spec: RunSpec, u: int, best: float, loop: InLoopTree | None) -> dict[str, float]:
+def _design(
+    spec: RunSpec, u: int, best: float, loop: InLoopTree | None, values: NodeValueBonus | None = None
+) -> dict[str, float]:
     """The bonus mode's parameters at update ``u`` (Eq. 3 needs none)."""
     mode = ARM_SPECS[spec.arm][1]
+    if mode in ("contrastive_normalized", "potential") and values is not None:
+        return {"max_bonus": values.total(), "margin": spec.bonus_margin}
     if mode == "normalized":
         cap = spec.max_bonus if loop is None or loop.tree is None else max_episode_bonus(loop.tree)
         return {"max_bonus": cap, "margin": spec.bonus_margin}
@@ -340,6 +360,7 @@ def train_run(spec: RunSpec, tree: XTree | None) -> dict[str, Any]:
     groups = spec.batch_episodes // spec.n
     task_rng = np.random.default_rng(1_000_003 * spec.seed + 7)
     loop = InLoopTree(spec) if spec.arm == "remine" else None
+    values = node_values(spec, tree)
     curve: dict[str, list[float]] = {
         k: [] for k in ("success", "lambda_g", "bonus", "all_fail", "no_signal", "length", "tree_nodes")
     }
@@ -356,7 +377,7 @@ def train_run(spec: RunSpec, tree: XTree | None) -> dict[str, Any]:
         eps = rollout(policy, envs, seeds, gen)
         post_hoc_bonus(spec, eps, loop)
         rewards, lams = batch_rewards(eps, spec.n, spec.arm, spec.lambda0, spec.w_ref,
-                                      **_design(spec, u, best, loop))  # fmt: skip
+                                      **_design(spec, u, best, loop, values))  # fmt: skip
         adv = grouped_advantages(rewards, [i // spec.n for i in range(len(eps))])
         update(policy, opt, eps, adv, spec.epochs)
         wins = [e.won for e in eps]

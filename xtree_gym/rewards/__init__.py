@@ -3,7 +3,8 @@
 * :mod:`.constants` -- Table 7's values (α, γ, λ0, w_ref, the invalid-action penalty).
 * :mod:`.bonus` -- node bonus designs b_v and the nesting rule (:class:`EpisodeBonus`, ``sequence_bonus``).
 * :mod:`.group` -- Eq. 3: ``lambda_g``, ``group_rewards``, :class:`RunningWinRate`.
-* :mod:`.modes` -- bonus designs beside Eq. 3 (normalized, gated, annealed).
+* :mod:`.modes` -- bonus designs beside Eq. 3 (normalized, gated, annealed; contrastive and potential, issue 34).
+* :mod:`.contrastive` -- node values by what their completion separates, potential-based shaping (issue 34).
 * :mod:`.node` -- Eq. 2: the offline node-instance reward and its ablations.
 * :mod:`.instances` -- node instances from a gold corpus and the ablation controls (random span, random tree).
 * :mod:`.adapters` -- the same rewards as trainer reward functions (TRL-style, verl-agent).
@@ -33,6 +34,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
         sequence_bonus,
     )
     from .constants import ALPHA, GAMMA, INVALID_PENALTY, LAMBDA0, W_REF
+    from .contrastive import NodeValueBonus, contrastive_values, corpus_values
     from .group import RunningWinRate, group_rewards, lambda_g
     from .instances import NodeInstance, make_instances, node_instances, random_tree
     from .modes import BONUS_MODES, max_episode_bonus, shaped_group_rewards
@@ -61,6 +63,9 @@ _EXPORTS = {  # public name -> module that defines it (imported on first use)
     "INVALID_PENALTY": "xtree_gym.rewards.constants",
     "LAMBDA0": "xtree_gym.rewards.constants",
     "W_REF": "xtree_gym.rewards.constants",
+    "NodeValueBonus": "xtree_gym.rewards.contrastive",
+    "contrastive_values": "xtree_gym.rewards.contrastive",
+    "corpus_values": "xtree_gym.rewards.contrastive",
     "RunningWinRate": "xtree_gym.rewards.group",
     "group_rewards": "xtree_gym.rewards.group",
     "lambda_g": "xtree_gym.rewards.group",
@@ -97,10 +102,13 @@ __all__ = [
     "EpisodeBonus",
     "NodeInstance",
     "NodeLike",
+    "NodeValueBonus",
     "RunningWinRate",
     "WebShopBonus",
     "XTreeRewardFunction",
     "completion_actions",
+    "contrastive_values",
+    "corpus_values",
     "default_nesting",
     "goal_steps",
     "group_rewards",

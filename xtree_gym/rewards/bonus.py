@@ -291,5 +291,6 @@ def sequence_bonus(
 
 
 def default_nesting(design: BonusDesign) -> bool:
-    """The nesting rule is the depth design's (§4); other designs pay every node in full."""
-    return isinstance(design, DepthBonus)
+    """The nesting rule is the depth design's (§4) and any design that says it nests (``nests = True``:
+    the contrastive node values); other designs pay every node in full."""
+    return isinstance(design, DepthBonus) or bool(getattr(design, "nests", False))

@@ -14,6 +14,17 @@ and change only what the bonus may be worth:
   to farming does not win its weight back) and fading to 0 at training progress ``p_end`` whatever
   the win rate does.
 
+Issue 34's tree-derived designs (:mod:`xtree_gym.rewards.contrastive`) value each node by how much
+its completion separates successes from failures in the mining corpus (``w_v``, no hand naming); the
+caller computes ``bonus_i`` with those values (:class:`~xtree_gym.rewards.contrastive.NodeValueBonus`,
+once per node per episode) and the mode says how it enters:
+
+* ``contrastive_gated``: ``gated``'s rule with contrastive ``bonus_i``.
+* ``contrastive_normalized``: ``normalized``'s rule with contrastive ``bonus_i`` and ``B_max = Σ_v w_v``.
+* ``potential``: ``r_i = R_out + γ^T Φ(s_T)`` for a truncated episode, ``R_out`` for a terminated one,
+  ``Φ = margin · min(bonus_i / B_max, 1)`` (potential-based shaping summed over the episode, γ = 1;
+  :func:`~xtree_gym.rewards.contrastive.potential_return`). No λ_g: the shaping is policy-invariant.
+
 All functions are pure; the caller keeps ``w_best`` and the progress.
 """
 
@@ -25,13 +36,25 @@ from typing import TYPE_CHECKING
 from ..errors import ConfigError
 from .bonus import BonusContext, resolve_bonus
 from .constants import LAMBDA0, W_REF
+from .contrastive import potential
 from .group import group_rewards, lambda_g
 
 if TYPE_CHECKING:
     from ..mining.tree import XTree
 
-BONUS_MODES = ("eq3", "normalized", "gated", "annealed")
-"""``eq3`` (the paper's, default), ``normalized`` (a), ``gated`` (b), ``annealed`` (c)."""
+BONUS_MODES = (
+    "eq3",
+    "normalized",
+    "gated",
+    "annealed",
+    "contrastive_gated",
+    "contrastive_normalized",
+    "potential",
+)
+"""``eq3`` (the paper's, default), ``normalized`` (a), ``gated`` (b), ``annealed`` (c); issue 34's
+tree-derived ones: ``contrastive_gated``, ``contrastive_normalized``, ``potential``."""
+CONTRASTIVE_MODES = ("contrastive_gated", "contrastive_normalized", "potential")
+"""Modes whose bonus uses the contrastive node values (:func:`~xtree_gym.rewards.contrastive.contrastive_values`)."""
 
 
 def check_bonus_mode(mode: str, margin: float = 0.5, anneal_end: float = 1.0) -> None:
@@ -121,12 +144,14 @@ def shaped_group_rewards(
     best_win_rate: float = 0.0,
     progress: float = 0.0,
     anneal_end: float = 1.0,
+    terminated: Sequence[bool] | None = None,
 ) -> tuple[list[float], float]:
     """One group's rewards under ``mode``, and the weight the bonus got (λ_g for ``eq3``).
 
     ``eq3`` is :func:`xtree_gym.rewards.group_rewards` itself. ``max_bonus`` (``normalized``) is
     :func:`max_episode_bonus` of the tree; ``best_win_rate`` and ``progress`` (``annealed``) come
-    from the caller's training state.
+    from the caller's training state; ``terminated`` (``potential``) says which rollouts ended in a
+    terminal state rather than at the step limit (default: the won ones).
 
     Example (an all-fail pair and a mixed pair, bonuses 4 and 1, B_max 8, margin 0.09):
         >>> shaped_group_rewards([0, 0], [4.0, 1.0], [False, False])
@@ -137,6 +162,8 @@ def shaped_group_rewards(
         ([1.0, 0.0], 0.0)
         >>> shaped_group_rewards([0, 0], [4.0, 1.0], [False, False], mode="annealed", progress=0.5)
         ([1.5, 0.375], 0.375)
+        >>> shaped_group_rewards([1, 0], [4.0, 1.0], [True, False], mode="potential", max_bonus=8, margin=0.09)
+        ([1.0, 0.01125], 1.0)
     """
     check_bonus_mode(mode, margin, anneal_end)
     if mode == "eq3":
@@ -148,13 +175,23 @@ def shaped_group_rewards(
             fix="pass one outcome, one bonus and one won flag per rollout",
         )
     rate = sum(bool(w) for w in won) / max(1, len(won))
-    if mode == "normalized":
+    if mode == "potential":
+        ends = won if terminated is None else terminated
+        if len(ends) != len(outcomes):
+            raise ConfigError(
+                f"{len(ends)} terminated flags for {len(outcomes)} rollouts", fix="pass one per rollout"
+            )
+        return [
+            float(o) + (0.0 if end else potential(b, max_bonus, margin))
+            for o, b, end in zip(outcomes, bonuses, ends)
+        ], 1.0
+    if mode in ("normalized", "contrastive_normalized"):
         lam = lambda_g(rate, lambda0, w_ref)
         scale = lam / lambda0 if lambda0 > 0 else 0.0
         return [
             float(o) + scale * normalized_bonus(b, max_bonus, margin) for o, b in zip(outcomes, bonuses)
         ], lam
-    if mode == "gated":
+    if mode in ("gated", "contrastive_gated"):
         lam = gated_weight(won, lambda0)
     else:
         lam = annealed_weight(rate, best_win_rate, progress, lambda0, w_ref, anneal_end)

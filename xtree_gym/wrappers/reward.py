@@ -122,6 +122,13 @@ class XTreeBonus(gym.Wrapper):
     * ``"running"``: ``λ = λ0 · clip(1 − ŵ/w_ref, 0, 1)`` with ŵ the task's win rate over its last
       ``window`` episodes (:class:`~xtree_gym.rewards.RunningWinRate`), an approximation of
       the group win rate for libraries that step one env at a time.
+    * ``"potential"`` (issue 34): potential-based shaping, ``reward + γ Φ(s') − Φ(s)`` with
+      ``Φ = potential_margin · min(B_t / B_max, 1)`` (B_t the bonus collected so far, B_max the tree's
+      Σ b_v) and Φ = 0 once the env terminates (a truncation keeps it): Ng et al.'s policy-invariant form.
+
+    ``node_values`` (issue 34) pays each node a value from a table instead of ``bonus``: e.g.
+    :func:`~xtree_gym.rewards.contrastive.contrastive_values` over the corpus the tree was mined from
+    (the nesting rule on, each node once per episode).
 
     ``bonus`` is a b_v design (``"depth"``, ``"webshop"`` or a callable); the WebShop design reads the
     goal's option types from the reset info (``goal_options`` or ``goal["goal_options"]``). An action
@@ -169,18 +176,36 @@ class XTreeBonus(gym.Wrapper):
         matching: str = "stream",
         task_fn: Callable[[Mapping[str, Any]], Hashable] = _default_task,
         won_fn: Callable[[float, Mapping[str, Any]], bool] = _default_won,
+        node_values: Mapping[str, float] | None = None,
+        potential_margin: float = 0.09,
+        gamma: float = 1.0,
     ) -> None:
         super().__init__(env)
         self.tree = _load_tree(tree)
+        if node_values is not None:
+            from ..rewards.contrastive import NodeValueBonus
+
+            bonus = NodeValueBonus(dict(node_values))
         self.design = resolve_bonus(bonus)
         self.nesting = default_nesting(self.design) if nesting is None else bool(nesting)
         if not (
-            weight in ("record", "running")
+            weight in ("record", "running", "potential")
             or (isinstance(weight, (int, float)) and not isinstance(weight, bool))
         ):
             raise ConfigError(
-                f"weight = {weight!r}", fix="use 'record', 'running' or a number (a fixed λ such as 0.75)"
+                f"weight = {weight!r}",
+                fix="use 'record', 'running', 'potential' or a number (a fixed λ such as 0.75)",
             )
+        if not (potential_margin > 0 and 0 < gamma <= 1):
+            raise ConfigError(
+                f"potential_margin = {potential_margin!r}, gamma = {gamma!r}",
+                fix="use a margin > 0 and 0 < γ <= 1",
+            )
+        self.potential_margin, self.gamma = float(potential_margin), float(gamma)
+        self._b_max = float(
+            sum(max(0.0, self.design(n, BonusContext(t=max(1, n.length)))) for n in self.tree.nodes)
+        )
+        self._phi = 0.0  # Φ(s) of the current state (weight "potential")
         lambda_g(0.0, lambda0, w_ref)  # validates w_ref
         if matching not in MATCHING:
             raise ConfigError(f"matching = {matching!r}", fix=f"use one of {list(MATCHING)}")
@@ -212,6 +237,7 @@ class XTreeBonus(gym.Wrapper):
         self._matcher.reset()
         self.ledger.reset()
         self._t = 0
+        self._phi = 0.0
         self._matched = ()
         self._tokens = []
         self._task = self.task_fn(info)
@@ -303,6 +329,13 @@ class XTreeBonus(gym.Wrapper):
         env_reward = reward
         if w is not None and earned:
             reward = float(reward) + w * earned
+        if self.weight_mode == "potential":
+            from ..rewards.contrastive import potential
+
+            phi = 0.0 if terminated else potential(self.ledger.total, self._b_max, self.potential_margin)
+            x["shaping"] = self.gamma * phi - self._phi
+            reward = float(reward) + x["shaping"]
+            self._phi = phi
         x["completed"] = completed
         x["bonus"] = earned
         x["episode_bonus"] = self.ledger.total

@@ -21,7 +21,7 @@ from typing import Any
 
 from ...errors import ConfigError
 from ...rewards.constants import INVALID_PENALTY, LAMBDA0, W_REF
-from ...rewards.modes import check_bonus_mode
+from ...rewards.modes import CONTRASTIVE_MODES, check_bonus_mode
 
 ENV_ALIASES = {
     "scienceworld": "XTree-ScienceWorld-v0",
@@ -128,7 +128,8 @@ class GRPOConfig:
     tree: str | None = None
     """X-Tree JSON file: the bonus's nodes (``shaping xtree``), the OPSD cards, the re-miner's config."""
     tree_corpus: str | None = None
-    """Corpus JSONL the tree was mined from: node success rates and ScienceWorld family cards for OPSD."""
+    """Corpus JSONL the tree was mined from: node success rates and ScienceWorld family cards for OPSD, and the
+    contrastive node values of bonus modes ``contrastive_*`` and ``potential``."""
     lambda0: float = LAMBDA0
     """Eq. 3: bonus weight of a group in which no rollout wins."""
     w_ref: float | None = None
@@ -144,7 +145,8 @@ class GRPOConfig:
 
     # --- bonus mode (issue 23)
     bonus_mode: str = "eq3"
-    """How the X-Tree bonus enters the reward: ``eq3`` (the paper's), ``normalized``, ``gated``, ``annealed``."""
+    """How the X-Tree bonus enters the reward: ``eq3`` (the paper's), ``normalized``, ``gated``, ``annealed``;
+    issue 34's ``contrastive_gated``, ``contrastive_normalized``, ``potential`` (node values from ``tree_corpus``)."""
     bonus_margin: float = 0.5
     """``normalized``: most a bonus-only episode earns (keep it below the smallest win reward)."""
     bonus_anneal_end: float = 1.0
@@ -315,6 +317,11 @@ def check_config(cfg: GRPOConfig) -> None:
             fix="use a value in [0, 1), e.g. 0.2",
         )
     check_bonus_mode(cfg.bonus_mode, cfg.bonus_margin, cfg.bonus_anneal_end)  # bonus mode (issue 23)
+    if cfg.shaping == "xtree" and cfg.bonus_mode in CONTRASTIVE_MODES and not cfg.tree_corpus:
+        raise ConfigError(
+            f"bonus mode {cfg.bonus_mode!r} weighs each node by how it separates the tree's successes from its failures",
+            fix="pass --tree-corpus CORPUS.jsonl (the labelled corpus the tree was mined from)",
+        )
     if cfg.shaping == "xtree" and not cfg.tree:
         raise ConfigError("shaping 'xtree' needs a tree", fix="pass --tree TREE.json (from `xtree mine`)")
     if cfg.opsd in ("xtree", "scrambled") and not cfg.tree:

@@ -113,7 +113,7 @@ def groups_of(episodes: Sequence[Episode]) -> dict[int, list[int]]:
 
 
 def xtree_bonuses(
-    episodes: Sequence[Episode], tree: Any, *, bonus: str, matching: str = "stream"
+    episodes: Sequence[Episode], tree: Any, *, bonus: Any, matching: str = "stream"
 ) -> list[float]:
     """Σ b_v of each episode (:func:`xtree_gym.rewards.sequence_bonus` on its valid tokens)."""
     return [
@@ -137,8 +137,9 @@ def xtree_rewards(
 ) -> StepRewards:
     """Eq. 3 per group: ``r_i = R_out − penalty·#invalid + λ_g · bonus_i``, λ_g from the group's wins.
 
-    ``mode`` other than ``eq3`` is one of issue 23's designs (:mod:`xtree_gym.rewards.modes`), with
-    ``design`` its parameters (``max_bonus``, ``margin``, ``best_win_rate``, ``progress``, ``anneal_end``).
+    ``mode`` other than ``eq3`` is one of issue 23's or issue 34's designs (:mod:`xtree_gym.rewards.modes`),
+    with ``design`` its parameters (``max_bonus``, ``margin``, ``best_win_rate``, ``progress``, ``anneal_end``);
+    ``potential`` counts a won episode as terminated and any other as truncated (Φ kept).
 
     Example (an all-fail group of 4: only the bonus separates them; a group at w_ref gets none):
         >>> eps = [Episode(str(i), "env", "x", "g", 0, 0, i) for i in range(4)]
@@ -151,6 +152,7 @@ def xtree_rewards(
     base = outcome_rewards(episodes, invalid_penalty, outcome)
     lambdas = [0.0] * len(episodes)
     shaped = [b + 0.0 for b in base]
+    params: dict[str, Any] = dict(design)  # floats only: ``terminated`` defaults to the won flags
     for idx in groups_of(episodes).values():
         won = [bool(episodes[i].success) for i in idx]
         if mode == "eq3":
@@ -158,7 +160,7 @@ def xtree_rewards(
             out = [base[i] + lam * float(bonuses[i]) for i in idx]
         else:
             out, lam = shaped_group_rewards([base[i] for i in idx], [float(bonuses[i]) for i in idx], won,
-                                            mode=mode, lambda0=lambda0, w_ref=w_ref, **design)  # fmt: skip
+                                            mode=mode, lambda0=lambda0, w_ref=w_ref, **params)  # fmt: skip
         for i, r in zip(idx, out):
             lambdas[i], shaped[i] = lam, r
     return StepRewards(

@@ -317,7 +317,8 @@ class GRPOTrainer:
         """Outcome − invalid penalty + the configured shaping, per episode."""
         cfg = self.cfg
         if cfg.shaping == "xtree":
-            bonuses = xtree_bonuses(episodes, self.tree, bonus=cfg.bonus or "depth", matching=cfg.matching)
+            design = self._node_values() or cfg.bonus or "depth"
+            bonuses = xtree_bonuses(episodes, self.tree, bonus=design, matching=cfg.matching)
             return xtree_rewards(
                 episodes,
                 bonuses,
@@ -335,11 +336,29 @@ class GRPOTrainer:
             )
         return plain_rewards(episodes, invalid_penalty=cfg.invalid_penalty, outcome=cfg.outcome or "env")
 
+    def _node_values(self) -> Any:
+        """Issue 34's contrastive b_v (:func:`~xtree_gym.rewards.contrastive.corpus_values` over ``tree_corpus``),
+        computed once; None for the other modes."""
+        from ...rewards.modes import CONTRASTIVE_MODES
+
+        if self.cfg.bonus_mode not in CONTRASTIVE_MODES:
+            return None
+        if getattr(self, "_values", None) is None:
+            from ...corpus.records import read_corpus
+            from ...rewards.contrastive import NodeValueBonus, corpus_values
+
+            assert self.cfg.tree_corpus  # validated
+            trajs = read_corpus(self.cfg.tree_corpus).trajectories
+            self._values = NodeValueBonus(corpus_values(self.tree, trajs))
+        return self._values
+
     def _bonus_design(self) -> dict[str, float]:
         """Parameters of a non-Eq. 3 bonus mode (issue 23): B_max, margin, progress, best win rate so far."""
         cfg = self.cfg
         if cfg.bonus_mode == "eq3":
             return {}
+        if cfg.bonus_mode in ("contrastive_normalized", "potential"):
+            return {"max_bonus": self._node_values().total(), "margin": cfg.bonus_margin}
         if cfg.bonus_mode == "normalized":
             from ...rewards.modes import max_episode_bonus
 
