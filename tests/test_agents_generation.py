@@ -221,3 +221,20 @@ def test_an_hf_folder_loads_offline(tiny, tmp_path):
     with torch.no_grad():
         assert torch.allclose(model(ids).logits, again(ids).logits)
     assert tok2.decode(tok2.encode("click[buy now]", add_special_tokens=False)) == "click[buy now]"
+
+
+def test_vllm_request_seeds_follow_the_group_not_the_call() -> None:
+    """vLLM gets one seed per request from (group, member, turn): the same whichever requests share the call."""
+    from xtree_gym.agents.model.vllm import VLLMGenerator
+    from xtree_gym.agents.types import GenRequest
+
+    gen = VLLMGenerator(server_url="http://127.0.0.1:9", seed=7)  # no engine is built: seeds only
+    gen.group_seed = lambda group, turn: 1_000 * int(group) + turn
+    a = [GenRequest([1], key=(0, m, 2)) for m in range(3)]
+    b = [GenRequest([1], key=(1, m, 2)) for m in range(3)]
+    alone = gen.request_seeds(a)
+    together = gen.request_seeds(b + a)
+    assert len(alone) == 3 and together[3:] == alone  # another group in the call changes nothing
+    assert len(set(together)) == 6  # every member of every group samples on its own seed
+    gen.calls += 5
+    assert gen.request_seeds(a) == alone  # nor does the call count

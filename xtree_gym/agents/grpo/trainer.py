@@ -234,7 +234,7 @@ class GRPOTrainer:
         return seed
 
     def make_generator(self, step: int) -> Any:
-        """The generator of this step: live weights; ``hf`` samples each group from :meth:`group_seed_fn`."""
+        """The generator of this step: live weights; ``hf`` and ``vllm`` seed each group from :meth:`group_seed_fn`."""
         cfg = self.cfg
         seed = (cfg.seed * 1_000_003 + step) * 64 + self.acc.process_index
         if self.generator_factory is not None:
@@ -261,7 +261,7 @@ class GRPOTrainer:
                 if self.step:  # resumed: the engine loaded the warm start
                     push_weights_to_vllm(self._vllm, self.policy)
             gen = self._vllm
-            gen.seed, gen.calls = seed, 0
+            gen.seed, gen.calls, gen.group_seed = seed, 0, self.group_seed_fn(step)
         else:
             if cfg.backend == "hf":
                 sampling["group_seed"] = self.group_seed_fn(step)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ...errors import ConfigError, missing_dependency
@@ -82,6 +82,9 @@ class VLLMGenerator:
         self.served_model = served_model or (str(model) if model is not None else None)
         self.timeout = float(timeout)
         self.calls = 0
+        self.group_seed: Callable[[Any, int], int] | None = None
+        """``(group, turn) -> seed`` (the trainer sets it each step): each request then gets its own seed
+        from (group, member, turn), so a completion does not depend on which requests share the call."""
         self.llm: Any = None
         if self.server_url is None:
             if not isinstance(model, str):
@@ -108,13 +111,40 @@ class VLLMGenerator:
             logprobs=0,
         )
 
+    def request_seeds(self, requests: Sequence[GenRequest]) -> list[int]:
+        """One sampling seed per request: from ``group_seed`` and the request's (group, member, turn) key
+        when set (world-size independent), else the call's seed plus the request's position.
+
+        Example:
+            >>> g = VLLMGenerator(server_url="http://127.0.0.1:9", seed=3)
+            >>> reqs = [GenRequest([1], key=(0, m, 0)) for m in range(2)]
+            >>> g.calls = 1; g.request_seeds(reqs) == [3 * 1_000_003 + 1, 3 * 1_000_003 + 2]
+            True
+            >>> g.group_seed = lambda group, turn: 100 * group + turn
+            >>> g.request_seeds(reqs) == g.request_seeds(reqs[::-1])[::-1]
+            True
+        """
+        call_seed = self.seed * 1_000_003 + self.calls
+        if self.group_seed is None:
+            return [call_seed + i for i in range(len(requests))]
+        seeds = []
+        for i, r in enumerate(requests):
+            if not r.key:
+                seeds.append(call_seed + i)
+                continue
+            member = int(r.key[1]) if len(r.key) > 1 else 0
+            turn = int(r.key[2]) if len(r.key) > 2 else 0
+            seeds.append((int(self.group_seed(r.key[0], turn)) * 1_009 + member) % (2**31 - 1))
+        return seeds
+
     def generate(self, requests: Sequence[GenRequest]) -> list[Generation]:
         self.calls += 1
-        call_seed = self.seed * 1_000_003 + self.calls
+        seeds = self.request_seeds(requests)
         if self.server_url is not None:
-            return [self._post(r, call_seed + i) for i, r in enumerate(requests)]
+            return [self._post(r, s) for r, s in zip(requests, seeds)]
         prompts = [{"prompt_token_ids": list(r.prompt_ids)} for r in requests]
-        outputs = self.llm.generate(prompts, self._sampling(call_seed), use_tqdm=False)
+        params = [self._sampling(s) for s in seeds]  # per-request seeds: vLLM takes one SamplingParams each
+        outputs = self.llm.generate(prompts, params, use_tqdm=False)
         gens = []
         for out in outputs:
             c = out.outputs[0]
