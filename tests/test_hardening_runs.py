@@ -18,21 +18,6 @@ from xtree_gym.cli import main
 SAMPLE = Path(str(files("xtree_gym") / "data/scienceworld_gold_sample.jsonl.gz"))
 
 
-@pytest.fixture(scope="module")
-def rows_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """4 node rows of one ScienceWorld gold episode (tokenized by the trainer)."""
-    from xtree_gym.agents.sft_offline.rows import build_rows, write_rows
-    from xtree_gym.corpus import read_corpus
-    from xtree_gym.mining import mine
-
-    trajs = read_corpus(SAMPLE).trajectories
-    tree = mine(trajs, "scienceworld", domain="scienceworld")
-    rows = build_rows([trajs[0]], "node", tree=tree, domain="scienceworld")[:4]
-    path = tmp_path_factory.mktemp("rows") / "rows.jsonl"
-    write_rows(path, rows)
-    return path
-
-
 def _sft(rows: Path, out: Path, *extra: str) -> int:
     base = ["train", "sft", "--rows", str(rows), "-o", str(out), "--epochs", "1", "--batch-size", "2",
             "--lr", "1e-3", "--no-progress", "--no-tensorboard"]  # fmt: skip
