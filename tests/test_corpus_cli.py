@@ -152,3 +152,23 @@ def test_unwritable_output_is_one_line_error(tmp_path: Path, capsys) -> None:
     assert main(["mine", str(corpus), "--min-freq", "3", "-o", str(blocker / "sub" / "t.json")]) == 1
     err = capsys.readouterr().err
     assert "error" in err and err.count("\n") == 1
+
+
+def test_a_reader_that_stops_early_is_not_an_error(tmp_path: Path, capsys) -> None:
+    """``xtree show tree.json | head -3``: the pipe closes under the writer; exit 0, nothing on stderr."""
+    import subprocess
+    import sys
+
+    corpus = _corpus_file(tmp_path)
+    out = tmp_path / "tree.json"
+    assert main(["mine", str(corpus), "--preset", "webshop", "--min-freq", "3", "-o", str(out)]) == 0
+    capsys.readouterr()
+    for args in (["show", str(out)], ["show", str(out), "--json"], ["stats", str(corpus)]):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "xtree_gym", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()  # before the first write: every write meets a closed pipe
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=60) == 0, (args, err)
+        assert err == "", (args, err)

@@ -138,6 +138,7 @@ def test_a_file_changed_under_the_reader_is_one_clear_error(tmp_path: Path) -> N
         ('{"id": "x", "success": true, "steps": [], "n": ' + "7" * 4301 + "}", "4300"),
         ('{"id": "x", "success": true, "steps": [], "r": NaN}', "NaN"),
         ('{"id": "x", "success": true, "reward": 1e400, "steps": []}', "infinity"),
+        ('{"id": "x", "success": true, "steps": [], "score": -2.5E+999}', "infinity"),  # a key it skips
         ('{"id": "x\\ud83d", "success": true, "steps": []}', "surrogate"),
         ('{"id": "x", "success": true, "env": null, "steps": []}', "env is None"),
         ('{"id": "x", "success": true, "steps": []} {"id": "y", "success": true, "steps": []}', "valid JSON"),

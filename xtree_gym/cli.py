@@ -85,6 +85,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"xtree {args.command}: error: {err}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # `xtree show t.json | head`: the reader had what it wanted
+        _quiet_stdout()
+        return 0
     except OSError as exc:  # unreadable or unwritable path named on the command line
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
         print(f"xtree {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
@@ -93,6 +96,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     return int(code or 0)
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's final flush into the closed pipe raises nothing."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a file descriptor (captured in tests): nothing to flush
+        pass
 
 
 def _command_name(args: argparse.Namespace) -> str:

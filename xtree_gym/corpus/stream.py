@@ -9,6 +9,7 @@ starts (to read the few records the tree quotes as examples again afterwards, se
 
 Whenever the input needs the validator's judgement -- a line that does not decode or type, a step
 without a token, a repeated id, nesting deeper than the validator allows, a 4,300-digit integer,
+a number such as ``1e400`` that overflows to infinity,
 text that is not UTF-8, Parquet -- :class:`FastPathUnavailable` says why and the caller reads the
 files the columnar or the object way instead (the validator then names the bad line). Trees are
 byte-identical whichever way the corpus was read (tested).
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import operator
+import re
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -142,12 +144,14 @@ def _read_block(block: bytes, start: int, cols: _Columns) -> None:
         at += len(line) + 1
 
 
+_HUGE_EXPONENT = re.compile(rb"\d[eE]\+?\d{3}")  # as the validator's: 1e400 is inf, wherever the key
 _DIGITS = bytes(57 if 48 <= b <= 57 else 32 for b in range(256))  # digits -> "9", the rest -> " "
 _DIGIT_RUN = b"9" * _BIG_INT_DIGITS
 
 
 def _check_depth(block: bytes, lines: list[bytes]) -> None:
-    """:class:`FastPathUnavailable` if a line nests deeper than the validator allows or holds a 4,300-digit integer.
+    """:class:`FastPathUnavailable` if a line nests deeper than the validator allows, holds a 4,300-digit
+    integer or a number that overflows to infinity (even under a key the decoder skips unparsed).
 
     Per-line bracket counts come from one ``bytes.translate`` of the block; only lines with more
     brackets than the limit are decoded again to measure their depth exactly.
@@ -158,6 +162,10 @@ def _check_depth(block: bytes, lines: list[bytes]) -> None:
             raise FastPathUnavailable("nested deeper than the validator allows")
     if max(map(len, lines), default=0) > _BIG_INT_DIGITS and _DIGIT_RUN in block.translate(_DIGITS):
         raise FastPathUnavailable("an integer of 4,300+ digits (or a string of as many digits)")
+    if _HUGE_EXPONENT.search(block):  # rare in real text; a false alarm only costs the slower read
+        raise FastPathUnavailable(
+            "a number with a 3-digit exponent (the validator judges whether it overflows)"
+        )
 
 
 def _read_file(path: Path, cols: _Columns) -> None:
