@@ -164,6 +164,17 @@ def test_what_the_reader_must_not_judge_goes_to_the_validator(
     assert not (tmp_path / "t.json").exists()
 
 
+def test_exponent_shapes_that_do_not_overflow_stay_on_the_one_pass(tmp_path: Path) -> None:
+    """Hex ids ("5e123...") and 1e300 look like 1e400 to the substring prefilter; decoding clears them."""
+    recs = records(20)
+    for i, r in enumerate(recs):
+        r["id"] = f"{i:02d}5e123abc"
+    recs[3]["score"] = 1e300
+    p = write(tmp_path / "c.jsonl", recs)
+    assert isinstance(read_encoded(p), StreamCorpus)
+    assert mine(str(p), CFG, name="toy").to_json() == object_tree([p])
+
+
 def test_depth_at_the_limit_stays_on_the_one_pass(tmp_path: Path) -> None:
     """Exactly 100 levels is allowed (record 1, steps 2, step 3, slots 4, then 96 lists), 101 is not."""
     ok = {"id": "z", "success": True, "steps": [{"action": "a", "token": "t", "slots": {"k": []}}]}

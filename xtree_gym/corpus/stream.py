@@ -1,18 +1,21 @@
 """JSONL straight to the encoded corpus: ``xtree mine``'s one pass over a file.
 
 :func:`read_encoded` reads each JSONL(.gz) file once, block by block, and decodes every line with
-``msgspec`` into typed records (the field types the line validator checks are checked in C, the
-values of keys the format does not define are skipped unparsed). Each record leaves behind only what
-the miner reads: its id, success flag, task and env codes, its tokens as ints, and where its line
-starts (to read the few records the tree quotes as examples again afterwards, see
-:meth:`StreamCorpus.prefetch`). No ``Trajectory``, no Arrow table, no second copy of the corpus.
+``msgspec`` into typed records: the field types the line validator checks are checked in C, and a
+line of the format's own keys (slots of scalars) needs nothing else checked -- every number in it is
+decoded, so 1e400 or a 4,301-digit integer is an error, and it cannot nest deeper than 4. A line
+with other keys is decoded whole once more (numbers and depth, see :func:`_judge`). Each record
+leaves behind only what the miner reads: its id, success flag, task and env codes, its tokens as
+ints, and where its line starts (to read the few records the tree quotes as examples again
+afterwards, see :meth:`StreamCorpus.prefetch`). No ``Trajectory``, no Arrow table, no second copy
+of the corpus.
 
 Whenever the input needs the validator's judgement -- a line that does not decode or type, a step
-without a token, a repeated id, nesting deeper than the validator allows, a 4,300-digit integer,
-a number such as ``1e400`` that overflows to infinity,
-text that is not UTF-8, Parquet -- :class:`FastPathUnavailable` says why and the caller reads the
-files the columnar or the object way instead (the validator then names the bad line). Trees are
-byte-identical whichever way the corpus was read (tested).
+without a token, a repeated id, nesting deeper than the validator allows, a 4,301-digit integer, a
+number such as ``1e400`` that overflows to infinity, text that is not UTF-8, Parquet --
+:class:`FastPathUnavailable` says why and the caller reads the files the columnar or the object way
+instead (the validator then names the bad line). Trees are byte-identical whichever way the corpus
+was read (tested).
 
 ``msgspec`` is optional (``pip install xtree_gym[fast]``); without it :func:`read_encoded` raises
 :class:`ImportError` and ``xtree mine`` reads the way it did before.
@@ -22,7 +25,6 @@ from __future__ import annotations
 
 import functools
 import operator
-import re
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -34,41 +36,79 @@ import numpy as np
 
 from ..errors import CorpusError
 from .arrow_io import is_parquet
-from .columnar import _ALL_BUT_BRACKETS, _BIG_INT_DIGITS, FastPathUnavailable, _chunks, _permute
+from .columnar import FastPathUnavailable, _chunks, _permute
 from .encoded import EncodedCorpus
 from .io import MAX_JSON_DEPTH, JSONProblem, _depth_exceeds, loads_strict, open_bytes
 from .records import Trajectory, _RecordProblem, trajectory_from_dict
 
 
 @functools.lru_cache(maxsize=1)
-def _decoder() -> Any:
-    """The msgspec decoder of one corpus line: the types ``trajectory_from_dict`` checks, nothing more.
+def _decoders() -> tuple[Any, Any, tuple[type[BaseException], ...]]:
+    """Two msgspec decoders of one corpus line, typed as ``trajectory_from_dict`` checks, and their errors.
+
+    * strict: the format's keys only, slots of scalars. A line it accepts has had every value
+      decoded and range-checked (1e400 and 4,301-digit integers are errors, as in the validator) and
+      nests 4 deep at most, so the common line costs one decode and no other check;
+    * lenient: keys the format does not define are skipped unread and slots may nest; it only
+      decodes a line that :func:`_judge` has decoded whole first (numbers checked, depth measured).
 
     A step needs a string ``token`` (one without needs the canonicalizer: the object path); an id is
-    a string or an integer (the validator ``str()``s it); a reward out of a float's range is a decode error.
+    a string or an integer (the validator ``str()``s it).
     """
     import msgspec
 
-    opt_str, opt_obj = str | None, dict | None  # type: ignore[type-arg]
-    step_fields: list[Any] = [
-        ("action", str),
-        ("token", str),
-        ("observation", opt_str, None),
-        ("thought", opt_str, None),
-        ("slots", opt_obj, None),
-    ]
-    step = msgspec.defstruct("CorpusStep", step_fields, gc=False)
-    record_fields: list[Any] = [
-        ("id", str | int),
-        ("success", bool),
-        ("steps", list[step]),  # type: ignore[valid-type]
-        ("env", str, ""),
-        ("task", str, ""),
-        ("goal", str, ""),
-        ("reward", float | None, None),
-    ]
-    record = msgspec.defstruct("CorpusRecord", record_fields, gc=False)
-    return msgspec.json.Decoder(record), (msgspec.DecodeError, RecursionError)
+    def record_type(strict: bool) -> Any:
+        scalar = str | int | float | bool | None
+        slots = dict[str, scalar] | None if strict else dict | None  # type: ignore[type-arg]
+        step_fields: list[Any] = [
+            ("action", str),
+            ("token", str),
+            ("observation", str | None, None),
+            ("thought", str | None, None),
+            ("slots", slots, None),
+        ]
+        step = msgspec.defstruct("CorpusStep", step_fields, gc=False, forbid_unknown_fields=strict)
+        record_fields: list[Any] = [
+            ("id", str | int),
+            ("success", bool),
+            ("steps", list[step]),  # type: ignore[valid-type]
+            ("env", str, ""),
+            ("task", str, ""),
+            ("goal", str, ""),
+            ("reward", float | None, None),
+        ]
+        return msgspec.defstruct("CorpusRecord", record_fields, gc=False, forbid_unknown_fields=strict)
+
+    strict, lenient = (msgspec.json.Decoder(record_type(x)) for x in (True, False))
+    return strict, lenient, (msgspec.DecodeError, RecursionError)
+
+
+def _judge(line: bytes) -> Any:
+    """The record of a line the strict decoder refused; ``None`` for a blank line.
+
+    :class:`FastPathUnavailable` when the validator must judge the line: it is not JSON, a number
+    anywhere in it overflows (``{"score": 1e400}`` under a key the record does not define), it
+    nests deeper than the validator allows, or a field has a type the format does not take.
+
+    Example:
+        >>> _judge(b'{"id": 1, "success": true, "steps": [], "meta": {"k": [1.5]}}').id
+        1
+        >>> _judge(b'{"id": "a", "success": true, "steps": [], "score": -2.5E+999}')
+        Traceback (most recent call last):
+        ...
+        xtree_gym.corpus.columnar.FastPathUnavailable: a line the validator should judge
+    """
+    if not line.strip():
+        return None
+    import msgspec
+
+    _, lenient, errors = _decoders()
+    try:
+        if _depth_exceeds(msgspec.json.decode(line), MAX_JSON_DEPTH):  # every value, under any key
+            raise FastPathUnavailable("nested deeper than the validator allows")
+        return lenient.decode(line)
+    except errors:
+        raise FastPathUnavailable("a line the validator should judge") from None
 
 
 class _Codes(dict):  # type: ignore[type-arg]
@@ -95,43 +135,33 @@ class _Columns:
     envs: set[str] = field(default_factory=set)
 
 
-def _too_deep(line: bytes) -> bool:
-    """Whether ``line`` (valid JSON with more brackets than the limit) nests deeper than the validator allows."""
-    import msgspec
-
-    try:
-        return _depth_exceeds(msgspec.json.decode(line), MAX_JSON_DEPTH)
-    except (msgspec.DecodeError, RecursionError):
-        return True
-
-
 def _read_block(block: bytes, start: int, cols: _Columns) -> None:
     """Decode one block of whole lines (it starts at byte ``start`` of its file) into ``cols``.
 
-    One record at a time: it leaves its columns' entries and is freed before the next line is decoded.
+    One record at a time: it leaves its columns' entries and is freed before the next line is
+    decoded (a batch of records decoded first and read column by column is 2x slower: it leaves the cache).
     """
     if not block.isascii():
         try:
             block.decode("utf-8")
         except UnicodeDecodeError:
             raise FastPathUnavailable("not UTF-8 text") from None
-    lines = block.split(b"\n")
-    _check_depth(block, lines)
-    decode, errors = _decoder()[0].decode, _decoder()[1]
+    strict, _, errors = _decoders()
+    decode = strict.decode
     tok, tasks, envs = cols.tokens, cols.tasks, cols.envs
     ids_append, success_append = cols.ids.append, cols.success.append
     task_append, len_append, where_append = cols.task.append, cols.lengths.append, cols.where.append
     flat_extend = cols.flat.extend
-    code_of, token_of = tok.__getitem__, operator.attrgetter("token")  # C-level maps: no frame per record
+    code_of, token_of = tok.__getitem__, operator.attrgetter("token")  # C-level maps: no frame per step
     at = start
-    for line in lines:
+    for line in block.split(b"\n"):
         try:
             r = decode(line)
         except errors:
-            if line.strip():
-                raise FastPathUnavailable("a line the validator should judge") from None
-            at += len(line) + 1  # a blank line, as the validator allows
-            continue
+            r = _judge(line)
+            if r is None:  # a blank line, as the validator allows
+                at += len(line) + 1
+                continue
         rid = r.id
         ids_append(rid if type(rid) is str else str(rid))  # integer ids, as the validator str()s them
         success_append(r.success)
@@ -142,30 +172,6 @@ def _read_block(block: bytes, start: int, cols: _Columns) -> None:
         flat_extend(map(code_of, map(token_of, steps)))
         where_append(at)
         at += len(line) + 1
-
-
-_HUGE_EXPONENT = re.compile(rb"\d[eE]\+?\d{3}")  # as the validator's: 1e400 is inf, wherever the key
-_DIGITS = bytes(57 if 48 <= b <= 57 else 32 for b in range(256))  # digits -> "9", the rest -> " "
-_DIGIT_RUN = b"9" * _BIG_INT_DIGITS
-
-
-def _check_depth(block: bytes, lines: list[bytes]) -> None:
-    """:class:`FastPathUnavailable` if a line nests deeper than the validator allows, holds a 4,300-digit
-    integer or a number that overflows to infinity (even under a key the decoder skips unparsed).
-
-    Per-line bracket counts come from one ``bytes.translate`` of the block; only lines with more
-    brackets than the limit are decoded again to measure their depth exactly.
-    """
-    per_line = map(len, block.translate(None, _ALL_BUT_BRACKETS).split(b"\n"))
-    for i, n in enumerate(per_line):
-        if n > MAX_JSON_DEPTH and i < len(lines) and _too_deep(lines[i]):
-            raise FastPathUnavailable("nested deeper than the validator allows")
-    if max(map(len, lines), default=0) > _BIG_INT_DIGITS and _DIGIT_RUN in block.translate(_DIGITS):
-        raise FastPathUnavailable("an integer of 4,300+ digits (or a string of as many digits)")
-    if _HUGE_EXPONENT.search(block):  # rare in real text; a false alarm only costs the slower read
-        raise FastPathUnavailable(
-            "a number with a 3-digit exponent (the validator judges whether it overflows)"
-        )
 
 
 def _read_file(path: Path, cols: _Columns) -> None:
@@ -222,7 +228,7 @@ def read_encoded(paths: str | Path | Sequence[str | Path]) -> StreamCorpus:
         >>> c.encoded.vocab, c.encoded.flat.tolist(), c.encoded.success.tolist(), c[1].steps[0].action
         (['go<dir>', 'look<>'], [1, 0], [False, True], 'go north')
     """
-    _decoder()  # ImportError first, before any reading
+    _decoders()  # ImportError first, before any reading
     if isinstance(paths, (str, Path)):
         paths = [paths]
     files = [Path(p) for p in paths]

@@ -129,9 +129,11 @@ def preset_domain(preset: str | None) -> str | None:
         >>> preset_domain("scienceworld"), preset_domain(None)
         ('scienceworld', None)
     """
-    from ..canon import available_domains
+    if not preset:
+        return None
+    from ..canon import available_domains  # only then: a plain `xtree mine` never imports the canonicalizers
 
-    return preset if preset and preset in available_domains() else None
+    return preset if preset in available_domains() else None
 
 
 def cmd_mine(args: argparse.Namespace) -> int:

@@ -53,9 +53,11 @@ def trajectory_tokens(trajectories: Sequence[Trajectory], domain: str | None = N
     canonicalizer ``domain`` names (with the trajectory as context). Without ``domain``, a missing
     token is a :class:`CanonicalizationError` naming the trajectory.
     """
-    from ..canon import get_canonicalizer
+    canon = None
+    if domain:  # only then: `xtree mine` on tokenized files never pays for the canonicalizers' import
+        from ..canon import get_canonicalizer
 
-    canon = get_canonicalizer(domain) if domain else None
+        canon = get_canonicalizer(domain)
     out: list[list[str]] = []
     for t in trajectories:
         tokens: list[str] = []
