@@ -13,7 +13,6 @@ Example:
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import importlib.machinery
 import importlib.util
 import sys
@@ -126,8 +125,13 @@ module holding the same objects as the new one (``xtree_gym.tree.XTree is xtree_
 """
 
 
-class _OldPath(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Finds :data:`OLD_PATHS` after the real files are searched, and loads each as a thin alias module."""
+class _OldPath:
+    """Finds :data:`OLD_PATHS` after the real files are searched, and loads each as a thin alias module.
+
+    A meta path finder and loader by protocol (``find_spec``, ``create_module``, ``exec_module``):
+    subclassing ``importlib.abc``'s would import ``importlib.resources`` and ``tempfile`` into every
+    ``import xtree_gym`` (5 ms).
+    """
 
     def find_spec(
         self, fullname: str, path: Any = None, target: Any = None
@@ -135,7 +139,7 @@ class _OldPath(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         if fullname not in OLD_PATHS:
             return None
         is_pkg = any(other.startswith(fullname + ".") for other in OLD_PATHS)
-        return importlib.util.spec_from_loader(fullname, self, is_package=is_pkg)
+        return importlib.util.spec_from_loader(fullname, self, is_package=is_pkg)  # type: ignore[arg-type]
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
         return None  # a fresh module; exec_module fills it

@@ -242,12 +242,12 @@ def _json_schema(pa: Any, id_type: Any = None) -> Any:
     )
 
 
-def _chunks(path: Path) -> Iterator[bytes]:
-    """The file's bytes in pieces of about ``CHUNK_BYTES``, each cut after a newline."""
+def _chunks(path: Path, size: int | None = None) -> Iterator[bytes]:
+    """The file's bytes in pieces of about ``size`` (default ``CHUNK_BYTES``), each cut after a newline."""
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rb") as fh:
         while True:
-            block = fh.read(CHUNK_BYTES)
+            block = fh.read(size or CHUNK_BYTES)
             if not block:
                 break
             if not block.endswith(b"\n"):

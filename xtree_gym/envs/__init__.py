@@ -8,7 +8,6 @@ so importing this package imports no simulator, browser or search library.
 
 from __future__ import annotations
 
-import importlib.abc
 import importlib.machinery
 import sys
 from typing import Any
@@ -52,8 +51,12 @@ def register_envs_on_import() -> None:
         sys.meta_path.insert(0, _RegisterOnImport())
 
 
-class _RegisterOnImport(importlib.abc.MetaPathFinder):
-    """Finds nothing itself: when ``gymnasium`` is first imported, runs :func:`register_envs` after it loads."""
+class _RegisterOnImport:
+    """Finds nothing itself: when ``gymnasium`` is first imported, runs :func:`register_envs` after it loads.
+
+    A meta path finder by protocol (``find_spec``): subclassing ``importlib.abc.MetaPathFinder`` would
+    import ``importlib.resources`` and ``tempfile`` into every ``import xtree_gym``.
+    """
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         if name != "gymnasium":
