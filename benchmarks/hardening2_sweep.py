@@ -206,9 +206,9 @@ def _copy_run(work: Path, src: Path, name: str, corrupt: bool = False) -> Path:
     return dst
 
 
-def train_cases(work: Path, f: dict[str, Path]) -> list[Case]:
-    rows, run_dir = str(f["rows"]), f["run"]
-    sft = [
+def _sft_argv(rows: str) -> list[str]:
+    """`xtree train sft` on ``rows``: one epoch, batch 2, quiet (each case adds its folder and flags)."""
+    return [
         "train",
         "sft",
         "--rows",
@@ -220,6 +220,11 @@ def train_cases(work: Path, f: dict[str, Path]) -> list[Case]:
         "--no-progress",
         "--no-tensorboard",
     ]
+
+
+def train_cases(work: Path, f: dict[str, Path]) -> list[Case]:
+    rows, run_dir = str(f["rows"]), f["run"]
+    sft = _sft_argv(rows)
     cases = [
         Case("sft new run into a finished run", [*sft, "-o", str(run_dir), "--lr", "2e-3"],
              refused("already holds a run"), watch=[run_dir]),
@@ -384,18 +389,7 @@ _KEEP: list[socket.socket] = []
 def issue33_cases(work: Path, f: dict[str, Path]) -> list[Case]:
     """Issue 33's classes: writes through links, two runs in one folder, dead ends, line limits, messages."""
     rows, run_dir = str(f["rows"]), f["run"]
-    sft = [
-        "train",
-        "sft",
-        "--rows",
-        rows,
-        "--epochs",
-        "1",
-        "--batch-size",
-        "2",
-        "--no-progress",
-        "--no-tensorboard",
-    ]
+    sft = _sft_argv(rows)
     plots = work / "plots-link"
     plots.mkdir()
     linked = _copy_run(work, run_dir, "run-linked")

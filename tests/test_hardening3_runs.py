@@ -28,30 +28,15 @@ SAMPLE = Path(str(files("xtree_gym") / "data/scienceworld_gold_sample.jsonl.gz")
 CORE_COMMANDS = ROOT / "tests" / "data" / "core_only_commands.tsv"
 
 
-def _sft(rows: Path, out: Path, *extra: str) -> int:
-    base = ["train", "sft", "--rows", str(rows), "-o", str(out), "--epochs", "1", "--batch-size", "2",
-            "--lr", "1e-3", "--no-progress", "--no-tensorboard"]  # fmt: skip
-    return main([*base, *extra])
-
-
-def _snapshot(folder: Path) -> dict[str, bytes]:
-    """Every file of a run folder but its lock (which names the last holder)."""
-    return {
-        str(p.relative_to(folder)): p.read_bytes()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file() and p.name != ".run.lock"
-    }
-
-
 # -- data loss ----------------------------------------------------------------------------------------
-def test_plot_run_never_writes_through_a_link_onto_the_run(tmp_path: Path, capsys) -> None:
+def test_plot_run_never_writes_through_a_link_onto_the_run(run_snapshot, tmp_path: Path, capsys) -> None:
     pytest.importorskip("matplotlib")
     run, out = tmp_path / "run", tmp_path / "plots"
     run.mkdir()
     out.mkdir()
     (run / "metrics.jsonl").write_text('{"step": 1, "reward": 0.5}\n{"step": 2, "reward": 0.75}\n')
     (run / "config.json").write_text('{"shaping": "none"}\n')
-    before = _snapshot(run)
+    before = run_snapshot(run)
     for name, target in (("learning_curves.png", "metrics.jsonl"), ("lambda_vs_win_rate.png", "config.json")):
         link = out / name
         link.unlink(missing_ok=True)
@@ -61,7 +46,7 @@ def test_plot_run_never_writes_through_a_link_onto_the_run(tmp_path: Path, capsy
         assert main(["plot-run", str(run), "-o", str(out)]) == 1
         err = capsys.readouterr().err
         assert "is the input file" in err and target in err and "Traceback" not in err
-        assert _snapshot(run) == before  # the metrics are still the metrics
+        assert run_snapshot(run) == before  # the metrics are still the metrics
     # without the planted link the same command writes both figures
     for p in out.iterdir():
         p.unlink()
@@ -70,7 +55,7 @@ def test_plot_run_never_writes_through_a_link_onto_the_run(tmp_path: Path, capsy
 
 
 def test_a_training_run_never_writes_through_a_link_onto_its_rows(
-    rows_file: Path, tmp_path: Path, capsys
+    run_sft, rows_file: Path, tmp_path: Path, capsys
 ) -> None:
     from xtree_gym.agents.run.lock import RUN_LOCK
 
@@ -78,7 +63,7 @@ def test_a_training_run_never_writes_through_a_link_onto_its_rows(
     rows.write_bytes(rows_file.read_bytes())
     before = rows.read_bytes()
     run = tmp_path / "run"
-    assert _sft(rows, run) == 0
+    assert run_sft(rows, run) == 0
     (run / "metrics.jsonl").unlink()
     os.symlink(rows, run / "metrics.jsonl")  # the resumed run rewrites its metrics: here, the rows
     capsys.readouterr()
@@ -89,7 +74,7 @@ def test_a_training_run_never_writes_through_a_link_onto_its_rows(
     fresh = tmp_path / "fresh"
     fresh.mkdir()
     os.symlink(rows, fresh / RUN_LOCK)  # the lock file itself, planted as a link
-    assert _sft(rows, fresh) == 1
+    assert run_sft(rows, fresh) == 1
     err = capsys.readouterr().err
     assert "is a link" in err and "Traceback" not in err, err
     assert rows.read_bytes() == before
@@ -105,7 +90,7 @@ def test_plot_run_on_a_null_step_is_one_error(tmp_path: Path, capsys) -> None:
     assert "step = None is not an integer" in err and "record 2" in err and "Traceback" not in err
 
 
-def test_one_training_run_per_folder(rows_file: Path, tmp_path: Path, capsys) -> None:
+def test_one_training_run_per_folder(run_sft, rows_file: Path, tmp_path: Path, capsys) -> None:
     from xtree_gym.agents.run.lock import RUN_LOCK, folder_lock
     from xtree_gym.corpus import read_corpus
     from xtree_gym.mining import mine
@@ -129,17 +114,17 @@ def test_one_training_run_per_folder(rows_file: Path, tmp_path: Path, capsys) ->
     # a lock file left by a dead process (its text only; the kernel dropped its flock) is taken over
     (run / "config.json").unlink()
     (run / RUN_LOCK).write_text("pid 999999999 on elsewhere, started 2020-01-01 00:00:00 UTC\n")
-    assert _sft(rows_file, run) == 0
+    assert run_sft(rows_file, run) == 0
     assert [json.loads(x)["step"] for x in (run / "metrics.jsonl").read_text().splitlines()] == [1, 2]
 
 
 def test_a_run_stopped_before_its_first_checkpoint_restarts_on_resume(
-    rows_file: Path, tmp_path: Path, capsys
+    run_sft, rows_file: Path, tmp_path: Path, capsys
 ) -> None:
     import shutil
 
     run = tmp_path / "run"
-    assert _sft(rows_file, run, "--lr", "2e-3") == 0
+    assert run_sft(rows_file, run, "--lr", "2e-3") == 0
     for ck in run.glob("checkpoint-*"):  # as if killed before the first save
         shutil.rmtree(ck)
     (run / "latest.json").unlink()
@@ -325,10 +310,10 @@ def test_a_broken_model_folder_is_named_and_tokenizer_errors_name_the_flag(
 
 
 def test_resume_with_another_model_is_refused_before_it_is_loaded(
-    rows_file: Path, tmp_path: Path, capsys
+    run_sft, rows_file: Path, tmp_path: Path, capsys
 ) -> None:
     run = tmp_path / "run"
-    assert _sft(rows_file, run) == 0
+    assert run_sft(rows_file, run) == 0
     capsys.readouterr()
     # a model that could not even be loaded: the refusal must come first (it compares, it does not load)
     missing = tmp_path / "no-such-model"
@@ -337,18 +322,20 @@ def test_resume_with_another_model_is_refused_before_it_is_loaded(
     assert "other settings" in err and "model" in err and "unknown model" not in err
 
 
-def test_a_finished_sft_run_resumed_says_so(rows_file: Path, tmp_path: Path, capsys) -> None:
+def test_a_finished_sft_run_resumed_says_so(
+    run_sft, run_snapshot, rows_file: Path, tmp_path: Path, capsys
+) -> None:
     run = tmp_path / "run"
-    assert _sft(rows_file, run) == 0
+    assert run_sft(rows_file, run) == 0
     err = capsys.readouterr().err
     assert (
         "sft: 2 optimizer steps left of 2" in err and "training should take about" in err
     )  # the cost, up front
-    before = _snapshot(run)
+    before = run_snapshot(run)
     assert main(["train", "sft", "--resume", str(run), "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "already finished at step 2" in out and "None" not in out
-    assert _snapshot(run) == before
+    assert run_snapshot(run) == before
 
 
 def test_rlvr_prints_every_step_and_a_finished_resume_says_so(tmp_path: Path, capsys) -> None:

@@ -18,46 +18,33 @@ from xtree_gym.cli import main
 SAMPLE = Path(str(files("xtree_gym") / "data/scienceworld_gold_sample.jsonl.gz"))
 
 
-def _sft(rows: Path, out: Path, *extra: str) -> int:
-    base = ["train", "sft", "--rows", str(rows), "-o", str(out), "--epochs", "1", "--batch-size", "2",
-            "--lr", "1e-3", "--no-progress", "--no-tensorboard"]  # fmt: skip
-    return main([*base, *extra])
-
-
-def _snapshot(folder: Path) -> dict[str, bytes]:
-    """Every file of a run folder but its lock (``.run.lock`` names the last run that held it)."""
-    return {
-        str(p.relative_to(folder)): p.read_bytes()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file() and p.name != ".run.lock"
-    }
-
-
 # -- 1. run folders ---------------------------------------------------------------------------------
-def test_a_new_run_never_replaces_a_finished_one(rows_file: Path, tmp_path: Path, capsys) -> None:
+def test_a_new_run_never_replaces_a_finished_one(
+    run_sft, run_snapshot, rows_file: Path, tmp_path: Path, capsys
+) -> None:
     run = tmp_path / "run"
-    assert _sft(rows_file, run) == 0
-    before = _snapshot(run)
-    assert _sft(rows_file, run, "--lr", "2e-3") == 1
+    assert run_sft(rows_file, run) == 0
+    before = run_snapshot(run)
+    assert run_sft(rows_file, run, "--lr", "2e-3") == 1
     err = capsys.readouterr().err
     assert "already holds a run" in err and "--resume" in err and "--overwrite" in err
-    assert _snapshot(run) == before  # nothing cut, nothing rotated away
+    assert run_snapshot(run) == before  # nothing cut, nothing rotated away
     # the same refusal for rlvr and offline, before any model is loaded
     assert main(["train", "rlvr", "-o", str(run), "--steps", "1"]) == 1
     assert main(["train", "offline", "--corpus", str(SAMPLE), "-o", str(run)]) == 1
-    assert _snapshot(run) == before
+    assert run_snapshot(run) == before
     # a folder of someone else's files is refused too, and --overwrite will not delete it
     other = tmp_path / "notes"
     other.mkdir()
     (other / "todo.txt").write_text("mine")
-    assert _sft(rows_file, other) == 1
-    assert _sft(rows_file, other, "--overwrite") == 1
+    assert run_sft(rows_file, other) == 1
+    assert run_sft(rows_file, other, "--overwrite") == 1
     assert (other / "todo.txt").read_text() == "mine"
     # --overwrite starts again explicitly; --overwrite with --resume contradicts
-    assert _sft(rows_file, run, "--overwrite", "--lr", "2e-3") == 0
+    assert run_sft(rows_file, run, "--overwrite", "--lr", "2e-3") == 0
     cfg = json.loads((run / "config.json").read_text())
     assert cfg["lr"] == 2e-3
-    assert _sft(rows_file, run, "--overwrite", "--resume", str(run)) == 1
+    assert run_sft(rows_file, run, "--overwrite", "--resume", str(run)) == 1
 
 
 def test_library_trainers_refuse_a_run_folder_too(rows_file: Path, tmp_path: Path) -> None:
@@ -90,19 +77,21 @@ def test_rotation_by_step_number_and_latest_names_an_existing_checkpoint(tmp_pat
     assert find_checkpoint(tmp_path) == final
 
 
-def test_resume_checks_config_model_and_weights(rows_file: Path, tmp_path: Path, capsys) -> None:
+def test_resume_checks_config_model_and_weights(
+    run_sft, run_snapshot, rows_file: Path, tmp_path: Path, capsys
+) -> None:
     run = tmp_path / "run"
-    assert _sft(rows_file, run, "--keep-checkpoints", "0") == 0
+    assert run_sft(rows_file, run, "--keep-checkpoints", "0") == 0
     capsys.readouterr()
     ck = sorted(run.glob("checkpoint-*"))[-1]
     # other settings than the run was trained with: refused, nothing written
-    before = _snapshot(run)
+    before = run_snapshot(run)
     cfg = tmp_path / "other.yaml"
     cfg.write_text(f"rows: {rows_file}\nlr: 0.5\nepochs: 2\nbatch_size: 2\n")
     assert main(["train", "sft", "--config", str(cfg), "--resume", str(run), "-o", str(run)]) == 1
     err = capsys.readouterr().err
     assert "other settings" in err and "lr" in err
-    assert _snapshot(run) == before
+    assert run_snapshot(run) == before
     # more epochs (how long) may change
     assert main(["train", "sft", "--resume", str(run), "--epochs", "2", "--no-progress"]) == 0
     capsys.readouterr()
@@ -130,7 +119,7 @@ def test_resume_into_a_model_of_another_shape_is_one_error(tmp_path: Path) -> No
         load_model_weights(wider, ck)
 
 
-def test_corrupt_model_folder_is_one_error(tmp_path: Path, capsys, rows_file: Path) -> None:
+def test_corrupt_model_folder_is_one_error(run_sft, tmp_path: Path, capsys, rows_file: Path) -> None:
     from xtree_gym.agents.model.loading import tiny_random
 
     model, tok = tiny_random(0)
@@ -139,7 +128,7 @@ def test_corrupt_model_folder_is_one_error(tmp_path: Path, capsys, rows_file: Pa
     tok.save_pretrained(str(folder))
     w = folder / "model.safetensors"
     w.write_bytes(w.read_bytes()[: w.stat().st_size // 2])
-    assert _sft(rows_file, tmp_path / "run", "--model", str(folder)) == 1
+    assert run_sft(rows_file, tmp_path / "run", "--model", str(folder)) == 1
     err = capsys.readouterr().err
     assert "cannot load the model weights" in err and "Traceback" not in err
 
@@ -192,10 +181,10 @@ def test_sft_config_checks_types_in_the_library_too() -> None:
         SFTConfig(rows="r.jsonl", epochs=2.5).check()  # type: ignore[arg-type]
 
 
-def test_a_non_finite_step_stops_before_it_is_saved(rows_file: Path, tmp_path: Path, capsys) -> None:
+def test_a_non_finite_step_stops_before_it_is_saved(run_sft, rows_file: Path, tmp_path: Path, capsys) -> None:
     """lr 1e30: step 1 is finite and saved; its weights overflow step 2's forward, which must stop the run."""
     run = tmp_path / "run"
-    code = _sft(
+    code = run_sft(
         rows_file, run, "--lr", "1e30", "--save-every", "1", "--keep-checkpoints", "0", "--epochs", "2"
     )
     err = capsys.readouterr().err
