@@ -40,6 +40,7 @@ LEGACY_ARMS = ("outcome", "xtree", "random_tree")
 """The three arms of the first claim check (``--full``)."""
 ENVS: dict[str, tuple[str, int]] = {
     "doorkey5": ("MiniGrid-DoorKey-5x5-v0", 100),
+    "doorkey6": ("MiniGrid-DoorKey-6x6-v0", 150),  # between 5x5 (off the floor) and 8x8 (at it)
     "doorkey8": ("MiniGrid-DoorKey-8x8-v0", 200),
     "unlock": ("MiniGrid-Unlock-v0", 100),
     "keycorridor": ("MiniGrid-KeyCorridorS3R1-v0", 100),
@@ -52,6 +53,7 @@ SUBGOALS = ("pickup<key>", "toggle<door>")
 """DoorKey's hand-named subgoals (the subgoal-shaping arm): each pays once per episode."""
 SUBGOALS_BY_ENV: dict[str, tuple[tuple[str, ...], str]] = {
     "MiniGrid-DoorKey-5x5-v0": (SUBGOALS, "get the key, open the locked door; the goal is then a walk away"),
+    "MiniGrid-DoorKey-6x6-v0": (SUBGOALS, "get the key, open the locked door; the goal is then a walk away"),
     "MiniGrid-DoorKey-8x8-v0": (SUBGOALS, "get the key, open the locked door; the goal is then a walk away"),
     "MiniGrid-Unlock-v0": (
         ("pickup<key>",),
