@@ -29,38 +29,13 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_trainer_memory import PeakRSS  # the same sampler as the one-process memory benchmark
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-class Peak:
-    """This process's peak resident set while open (a 2 ms sampling thread)."""
-
-    def __init__(self) -> None:
-        import psutil
-
-        self.proc = psutil.Process()
-        self.peak = self.proc.memory_info().rss
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.peak = max(self.peak, self.proc.memory_info().rss)
-            time.sleep(0.002)
-
-    def __enter__(self) -> Peak:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, self.proc.memory_info().rss)
 
 
 def write_model(folder: Path, hidden: int, layers: int) -> int:
@@ -120,7 +95,7 @@ def rank_run(out: Path, model: str, n_rows: int) -> None:
                      micro_batch_tokens=4096, lr=1e-4)  # fmt: skip
     acc.wait_for_everyone()
     base = psutil.Process().memory_info().rss
-    with Peak() as peak:
+    with PeakRSS() as peak:
         tr = GRPOTrainer(cfg, accelerator=acc)
         mine = rows(n_rows, len(tr.tokenizer))[rank::world]
         tr.update(mine)

@@ -153,8 +153,10 @@ def test_fsdp_launch_line_shards_and_matches_one_process(tmp_path: Path) -> None
 
     loaded = AutoModelForCausalLM.from_pretrained(str(two / "checkpoint-000002" / "model"))
     exported = weights(two, 2)
-    assert all(torch.equal(v, exported[k]) for k, v in loaded.state_dict().items() if k in exported)
-    assert len(exported) == count
+    state = loaded.state_dict()
+    shared = [k for k in exported if k in state]
+    assert len(shared) == len(exported) == count  # every exported tensor is compared
+    assert all(torch.equal(state[k], exported[k]) for k in shared)
 
 
 def test_fsdp_on_one_process_without_a_process_group_is_one_clear_error(monkeypatch) -> None:
@@ -193,6 +195,7 @@ def test_one_vs_fsdp_vs_ddp_three_steps_and_resume_across_world_sizes(tmp_path: 
     count = model_tensor_count(lora)
     one = tmp_path / "one"
     first, last = weights(one, 1), weights(one, 3)
+    assert len(first) == len(last) == count
     assert any(not torch.equal(first[k], last[k]) for k in first)  # the updates move the weights
     for other in ("fsdp", "ddp"):
         for step in (1, 2, 3):

@@ -94,9 +94,7 @@ def normalized_bonus(total: float, max_total: float, margin: float) -> float:
         >>> normalized_bonus(3.0, 12.0, 0.09), normalized_bonus(20.0, 12.0, 0.09), normalized_bonus(1.0, 0.0, 0.5)
         (0.0225, 0.09, 0.0)
     """
-    if max_total <= 0:
-        return 0.0
-    return margin * min(max(total, 0.0) / max_total, 1.0)
+    return potential(total, max_total, margin)  # the same capped fraction of the tree's reachable bonus
 
 
 def gated_weight(won: Sequence[bool], lambda0: float = LAMBDA0) -> float:
