@@ -225,3 +225,74 @@ def test_envs_register_when_gymnasium_is_imported_after_xtree_gym() -> None:
     from xtree_gym.envs import ENV_SPECS
 
     assert f"IDS {len(ENV_SPECS)}" in proc.stdout, proc.stderr[-2000:]
+
+
+def plain_records(n: int, seed: int = 0, int_ids: bool = False) -> list[dict[str, Any]]:
+    """:func:`records` with only the format's own keys and scalar slots: the lines the one-call decode takes."""
+    out = records(n, seed, int_ids)
+    for r in out:
+        r.pop("seed", None)
+        for s in r["steps"]:
+            s.pop("extra_key", None)
+            if "slots" in s:
+                s["slots"] = {"X": s["slots"]["X"]}
+    return out
+
+
+@pytest.mark.parametrize("case", ["plain", "int_ids", "blank_lines", "crlf", "two_files_and_gz", "mixed"])
+def test_small_blocks_give_the_same_tree_and_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    """Many blocks of a few lines each: whole blocks decoded in one call where they are plain JSONL,
+    line by line where they are not; the tree and every record read back equal the validator's."""
+    import xtree_gym.corpus.stream as stream
+
+    monkeypatch.setattr(stream, "STREAM_CHUNK_BYTES", 700)
+    calls = {"one_call": 0, "blocks": 0}
+    object_lines = stream._object_lines
+
+    def spy(block: bytes) -> int:
+        calls["blocks"] += 1
+        n = object_lines(block)
+        calls["one_call"] += n > 0
+        return n
+
+    monkeypatch.setattr(stream, "_object_lines", spy)
+    recs = plain_records(120, seed=3, int_ids=case == "int_ids")
+    if case == "mixed":
+        recs[10:20] = records(10, seed=9)  # unknown keys: those blocks go line by line
+    sep = {"blank_lines": "\n\n  \n", "crlf": "\r\n"}.get(case, "\n")
+    paths = [write(tmp_path / "a.jsonl", recs, sep)]
+    if case == "two_files_and_gz":
+        paths = [write(tmp_path / "a.jsonl", recs[:50]), tmp_path / "b.jsonl.gz"]
+        paths[1].write_bytes(gzip.compress(write(tmp_path / "b.jsonl", recs[50:]).read_bytes()))
+    corpus = read_encoded(paths)
+    assert len(corpus) == len(recs) and calls["blocks"] > 10
+    if case in ("blank_lines", "crlf"):
+        assert calls["one_call"] <= 1  # at most a block of the last line alone (a bare newline ends it)
+    else:
+        assert calls["one_call"] > calls["blocks"] // 2
+    assert mine(corpus, CFG, name="toy").to_json() == object_tree(paths)
+    expected = {t.id: t for t in read_corpus(paths).trajectories}
+    rows = [*range(0, len(recs), 7), len(recs) - 1]
+    corpus.prefetch(rows)
+    assert [corpus[i] for i in rows] == [expected[corpus.ids[i]] for i in rows]
+    assert len(rows) == 19
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        '{"id": "x", "success": true, "steps": []}{"id": "y", "success": true, "steps": []}\n\n',
+        '{"id": "x", "success": true, "steps": [\n{"action": "a", "token": "t"}]}\n'
+        '{"id": "y", "success": true, "steps": []}{"id": "z", "success": true, "steps": []}\n',
+    ],
+)
+def test_lines_that_only_add_up_still_go_to_the_validator(tmp_path: Path, extra: str) -> None:
+    """Two records on one line beside a blank line, or beside a record split over two lines: the
+    counts agree with one record a line, the lines do not; the validator names the line."""
+    p = write(tmp_path / "c.jsonl", plain_records(5), extra=extra)
+    with pytest.raises(FastPathUnavailable):
+        read_encoded(p)
+    with pytest.raises(CorpusError, match=r"c\.jsonl:6"):
+        read_corpus(p)

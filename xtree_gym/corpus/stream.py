@@ -1,14 +1,15 @@
 """JSONL straight to the encoded corpus: ``xtree mine``'s one pass over a file.
 
-:func:`read_encoded` reads each JSONL(.gz) file once, block by block, and decodes every line with
-``msgspec`` into typed records: the field types the line validator checks are checked in C, and a
-line of the format's own keys (slots of scalars) needs nothing else checked -- every number in it is
-decoded, so 1e400 or a 4,301-digit integer is an error, and it cannot nest deeper than 4. A line
-with other keys is decoded whole once more (numbers and depth, see :func:`_judge`). Each record
-leaves behind only what the miner reads: its id, success flag, task and env codes, its tokens as
-ints, and where its line starts (to read the few records the tree quotes as examples again
-afterwards, see :meth:`StreamCorpus.prefetch`). No ``Trajectory``, no Arrow table, no second copy
-of the corpus.
+:func:`read_encoded` reads each JSONL(.gz) file once, in 64 KiB blocks of whole lines, and decodes
+them with ``msgspec`` into typed records: the field types the line validator checks are checked in
+C, and a line of the format's own keys (slots of scalars) needs nothing else checked -- every number
+in it is decoded, so 1e400 or a 4,301-digit integer is an error, and it cannot nest deeper than 4. A
+block of one such object per line is decoded in one call; a block with blank lines or other keys
+line by line, a line with other keys decoded whole once more (numbers and depth, see
+:func:`_judge`). Each record leaves behind only what the miner reads: its id, success flag, task and
+env codes and its tokens as ints; each block, where it starts (to read the few records the tree
+quotes as examples again afterwards, see :meth:`StreamCorpus.prefetch`). No ``Trajectory``, no
+Arrow table, no second copy of the corpus.
 
 Whenever the input needs the validator's judgement -- a line that does not decode or type, a step
 without a token, a repeated id, nesting deeper than the validator allows, a 4,301-digit integer, a
@@ -28,7 +29,7 @@ import operator
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import islice
+from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
@@ -111,9 +112,10 @@ def _judge(line: bytes) -> Any:
         raise FastPathUnavailable("a line the validator should judge") from None
 
 
-STREAM_CHUNK_BYTES = 1 << 20
-"""Bytes read and split at a time: 1 MiB pieces reuse the memory the last one freed (64 MiB ones
-cost fresh pages: 0.32 vs 0.27 CPU s and 135 vs 46 MiB peak on the 100k short benchmark corpus)."""
+STREAM_CHUNK_BYTES = 1 << 16
+"""Bytes read and decoded at a time: a 64 KiB block's records (a few hundred) are taken apart while
+they are still in the cache and free memory the next block reuses (1 MiB blocks: 0.117 vs 0.068 CPU s
+to decode the 100k short benchmark corpus; 64 MiB ones also cost fresh pages)."""
 
 
 class _Codes(dict):  # type: ignore[type-arg]
@@ -133,53 +135,86 @@ class _Columns:
     task: array = field(default_factory=lambda: array("i"))  # type: ignore[type-arg]
     lengths: array = field(default_factory=lambda: array("q"))  # type: ignore[type-arg]
     flat: array = field(default_factory=lambda: array("i"))  # type: ignore[type-arg]
-    where: array = field(default_factory=lambda: array("q"))  # type: ignore[type-arg]
-    file_of: array = field(default_factory=lambda: array("i"))  # type: ignore[type-arg]
+    blocks: array = field(default_factory=lambda: array("q"))  # type: ignore[type-arg]
+    """Per block: its file's index, its first byte there, the read index of its first record."""
     tokens: _Codes = field(default_factory=_Codes)
     tasks: _Codes = field(default_factory=_Codes)
     envs: set[str] = field(default_factory=set)
 
 
-def _read_block(block: bytes, start: int, cols: _Columns) -> None:
-    """Decode one block of whole lines (it starts at byte ``start`` of its file) into ``cols``.
+def _read_block(block: bytes, start: int, cols: _Columns, file: int) -> None:
+    """Decode one block of whole lines (byte ``start`` of file ``file``) into ``cols``.
 
-    One record at a time: it leaves its columns' entries and is freed before the next line is
-    decoded (a batch of records decoded first and read column by column is 2x slower: it leaves the cache).
+    A block of one JSON object per line is decoded in one call (:func:`_object_lines`); any other
+    (blank lines, a line the strict decoder refuses) is read line by line. The block's records are
+    taken apart together (:func:`_take`), while they are still in the cache.
     """
     if not block.isascii():
         try:
             block.decode("utf-8")
         except UnicodeDecodeError:
             raise FastPathUnavailable("not UTF-8 text") from None
+    cols.blocks.extend((file, start, len(cols.ids)))
     strict, _, errors = _decoders()
-    decode = strict.decode
-    tok, tasks, envs = cols.tokens, cols.tasks, cols.envs
-    ids_append, success_append = cols.ids.append, cols.success.append
-    task_append, len_append, where_append = cols.task.append, cols.lengths.append, cols.where.append
-    flat_extend = cols.flat.extend
-    code_of, token_of = tok.__getitem__, operator.attrgetter("token")  # C-level maps: no frame per step
-    at = start
+    n_lines = _object_lines(block)
+    if n_lines:
+        try:
+            records = strict.decode_lines(block)
+        except errors:
+            pass  # the line by line read finds the line and says what is wrong with it
+        else:
+            if len(records) == n_lines:
+                _take(records, cols)
+                return
+    records = []
     for line in block.split(b"\n"):
         try:
-            r = decode(line)
+            records.append(strict.decode(line))
         except errors:
             r = _judge(line)
-            if r is None:  # a blank line, as the validator allows
-                at += len(line) + 1
-                continue
-        rid = r.id
-        ids_append(rid if type(rid) is str else str(rid))  # integer ids, as the validator str()s them
-        success_append(r.success)
-        task_append(tasks[r.task])
-        envs.add(r.env)
-        steps = r.steps
-        len_append(len(steps))
-        flat_extend(map(code_of, map(token_of, steps)))
-        where_append(at)
-        at += len(line) + 1
+            if r is not None:  # else a blank line, as the validator allows
+                records.append(r)
+    _take(records, cols)
 
 
-def _read_file(path: Path, cols: _Columns) -> None:
+_ID, _SUCCESS, _TASK, _ENV, _STEPS, _TOKEN = map(
+    operator.attrgetter, ("id", "success", "task", "env", "steps", "token")
+)
+
+
+def _take(records: Sequence[Any], cols: _Columns) -> None:
+    """Append what the miner reads of ``records`` to ``cols``: C-level maps, no Python frame per record or step."""
+    cols.ids.extend(map(_ID, records))  # integer ids become strings at the end, as the validator str()s them
+    cols.success.extend(map(_SUCCESS, records))
+    cols.task.extend(map(cols.tasks.__getitem__, map(_TASK, records)))
+    cols.envs.update(map(_ENV, records))
+    steps = list(map(_STEPS, records))
+    cols.lengths.extend(map(len, steps))
+    cols.flat.extend(map(cols.tokens.__getitem__, map(_TOKEN, chain.from_iterable(steps))))
+
+
+def _object_lines(block: bytes) -> int:
+    """How many lines ``block`` has when each starts with ``{`` and ends with ``}``; else 0.
+
+    Then ``decode_lines`` returning that many values means one record per line: no value spans a
+    line break (inside one JSON value, ``}`` then ``{`` needs a comma between them) and no line is blank.
+
+    Example:
+        >>> _object_lines(b'{"a": 1}\\n{}\\n'), _object_lines(b'{}\\n{}'), _object_lines(b'{}\\n\\n{}\\n')
+        (2, 2, 0)
+        >>> _object_lines(b'{"a": {}\\n}\\n')  # an object across two lines
+        0
+    """
+    arr = np.frombuffer(block, dtype=np.uint8)
+    ends = np.flatnonzero(arr == 10)  # the byte after each line
+    if not block.endswith(b"\n"):
+        ends = np.append(ends, len(arr))  # the file's last line, without its newline
+    if not len(ends) or arr[0] != 123 or not (arr[ends - 1] == 125).all():  # { and }
+        return 0
+    return len(ends) if (arr[ends[:-1] + 1] == 123).all() else 0
+
+
+def _read_file(path: Path, cols: _Columns, file: int) -> None:
     if not path.is_file():
         raise FastPathUnavailable("no such file")  # the validator says so in its own words
     if is_parquet(path):
@@ -187,7 +222,7 @@ def _read_file(path: Path, cols: _Columns) -> None:
     at = 0
     try:
         for block in _chunks(path, STREAM_CHUNK_BYTES):
-            _read_block(block, at, cols)
+            _read_block(block, at, cols, file)
             at += len(block)
     except (OSError, EOFError, CorpusError) as exc:  # a fake or truncated .gz, an overlong line
         raise FastPathUnavailable(str(exc)) from None
@@ -238,16 +273,16 @@ def read_encoded(paths: str | Path | Sequence[str | Path]) -> StreamCorpus:
         paths = [paths]
     files = [Path(p) for p in paths]
     cols = _Columns()
-    first_row = []
-    for p in files:
-        first_row.append(len(cols.ids))
-        _read_file(p, cols)
-    return _assemble(cols, files, first_row)
+    for f, p in enumerate(files):
+        _read_file(p, cols, f)
+    return _assemble(cols, files)
 
 
-def _assemble(cols: _Columns, files: list[Path], first_row: list[int]) -> StreamCorpus:
+def _assemble(cols: _Columns, files: list[Path]) -> StreamCorpus:
     """The encoded corpus in id order, from what the read kept."""
     n = len(cols.ids)
+    if set(map(type, cols.ids)) - {str}:  # integer ids, as the validator str()s them
+        cols.ids = [i if type(i) is str else str(i) for i in cols.ids]
     order = _id_order(cols.ids)
     tok_lut, vocab = _sorted_codes(cols.tokens)
     task_lut, task_names = _sorted_codes(cols.tasks)
@@ -258,24 +293,21 @@ def _assemble(cols: _Columns, files: list[Path], first_row: list[int]) -> Stream
     np.cumsum(np.frombuffer(cols.lengths, dtype=np.int64), out=offsets[1:])
     success = np.frombuffer(bytes(cols.success), dtype=np.uint8).astype(bool)
     task = task_lut[np.frombuffer(cols.task, dtype=np.int32)] if n else np.zeros(0, np.int32)
-    where = np.frombuffer(cols.where, dtype=np.int64)
-    file_of = np.repeat(
-        np.arange(len(files), dtype=np.int32), np.diff(np.append(first_row, n)).astype(np.int64)
-    )
     ids = cols.ids
     if order is not None:
         flat, offsets = _permute(flat, offsets, order)
-        success, task, where, file_of = success[order], task[order], where[order], file_of[order]
+        success, task = success[order], task[order]
         ids = [ids[i] for i in order.tolist()]
     enc = EncodedCorpus(
         flat=flat, offsets=offsets, success=success, task=task, vocab=vocab, task_names=task_names
     )
-    return StreamCorpus(enc, ids, sorted(cols.envs), files, file_of, where)
+    blocks = np.frombuffer(cols.blocks, dtype=np.int64).reshape(-1, 3)
+    return StreamCorpus(enc, ids, sorted(cols.envs), files, blocks, order)
 
 
 @dataclass
 class StreamCorpus:
-    """A corpus read by :func:`read_encoded`: its encoding, its ids and where each record's line is.
+    """A corpus read by :func:`read_encoded`: its encoding, its ids and the blocks its lines are in.
 
     Indexing reads that record's line again (the tree quotes a few records' actions as examples);
     :meth:`prefetch` reads many in one pass per file.
@@ -288,10 +320,11 @@ class StreamCorpus:
     envs: list[str]
     """Sorted distinct env names."""
     files: list[Path]
-    file_of: np.ndarray
-    """(n,) which of ``files`` the ``i``-th trajectory is in."""
-    where: np.ndarray
-    """(n,) byte offset of its line in that (decompressed) file."""
+    blocks: np.ndarray
+    """(blocks, 3): each block's file index, first byte in that (decompressed) file, and the read
+    index of its first record; a block's records are its non-blank lines, in order."""
+    read_order: np.ndarray | None
+    """(n,) the read index of the ``i``-th trajectory (``None``: the file order was the id order)."""
     _cache: dict[int, Trajectory] = field(default_factory=dict, repr=False)
 
     def __len__(self) -> int:
@@ -311,19 +344,33 @@ class StreamCorpus:
     def __iter__(self) -> Iterator[Trajectory]:
         return (self[i] for i in range(len(self)))
 
+    def _locate(self, i: int) -> tuple[int, int, int]:
+        """(file, first byte of its block, index of its line among the block's non-blank lines) of row ``i``."""
+        r = i if self.read_order is None else int(self.read_order[i])
+        b = int(np.searchsorted(self.blocks[:, 2], r, side="right")) - 1
+        file, start, first = (int(x) for x in self.blocks[b])
+        return file, start, r - first
+
     def prefetch(self, rows: Sequence[int]) -> None:
         """Read the records of ``rows`` (one forward pass per file), as the validator reads them."""
-        todo = sorted(
-            {int(i) for i in rows} - self._cache.keys(), key=lambda i: (self.file_of[i], self.where[i])
-        )
-        for f in sorted({int(self.file_of[i]) for i in todo}):
+        todo = sorted((self._locate(i), i) for i in {int(i) for i in rows} - self._cache.keys())
+        for f in sorted({where[0] for where, _ in todo}):
             with open_bytes(self.files[f]) as fh:
-                for i in (i for i in todo if self.file_of[i] == f):
-                    fh.seek(int(self.where[i]))
-                    self._cache[i] = self._record(fh.readline(), i)
+                block, k, at = -1, -1, 0
+                for (_, start, line), i in (t for t in todo if t[0][0] == f):
+                    if start != block:  # the records of one block are read in one forward pass
+                        fh.seek(start)
+                        block, k = start, -1
+                    raw = b""
+                    while k < line:
+                        at = fh.tell()
+                        raw = fh.readline()
+                        if not raw:
+                            break
+                        k += raw.strip() != b""  # blank lines hold no record (as in the read)
+                    self._cache[i] = self._record(raw, i, f"{self.files[f]} (byte {at})")
 
-    def _record(self, raw: bytes, i: int) -> Trajectory:
-        where = f"{self.files[int(self.file_of[i])]} (byte {int(self.where[i])})"
+    def _record(self, raw: bytes, i: int, where: str) -> Trajectory:
         try:
             traj = trajectory_from_dict(loads_strict(raw.decode("utf-8")))
         except (JSONProblem, _RecordProblem, UnicodeDecodeError) as exc:

@@ -209,14 +209,16 @@ class _State:
         return None
 
     # -- merging -------------------------------------------------------------------------------
-    def merge(self, key: int, new: int) -> np.ndarray:
+    def merge(self, key: int, new: int, P: np.ndarray | None = None) -> np.ndarray:
         """Replace the occurrences of pair ``key`` by symbol ``new``; returns their positions.
+
+        ``P``: :meth:`positions` of ``key``, when the caller already has them (they are not re-validated).
 
         With x the symbol left of an occurrence and y the one right of it, the deltas are:
         -(x, u) at the left neighbours, -(u, v) at P, -(v, y) at Q, +(x, W) and +(W, y').
         """
         u, v = divmod(key, self.K)
-        P = self.positions(key)
+        P = self.positions(key) if P is None else P
         Q = self.nxt[P]
         A = self.prv[P]
         B = self.nxt[Q]
@@ -267,6 +269,18 @@ def _argsort_small_keys(keys: np.ndarray, key_bound: int) -> np.ndarray:
     return np.argsort(dense, kind="stable")
 
 
+def _distinct(values: np.ndarray, bound: int) -> tuple[int, ...]:
+    """The sorted distinct values of ``values`` (non-negative ints below ``bound``).
+
+    Example:
+        >>> _distinct(np.array([3, 1, 3, 0]), 4)
+        (0, 1, 3)
+    """
+    if len(values) >= bound:  # one counting pass, no sort
+        return tuple(np.flatnonzero(np.bincount(values, minlength=bound)).tolist())
+    return tuple(np.unique(values).tolist())
+
+
 def fast_mine(enc: EncodedCorpus, config: MinerConfig, progress: bool | None = False) -> list[Merge]:
     """Mine merges from an encoded corpus; same result as ``reference_mine``, much faster.
 
@@ -286,9 +300,10 @@ def fast_mine(enc: EncodedCorpus, config: MinerConfig, progress: bool | None = F
             key, x = best
             u, v = divmod(key, st.K)
             f, s, _ = st.exact_stats(key)
-            tasks = tuple(sorted(set(st.tt[st.positions(key)].tolist())))
+            P = st.positions(key)
+            tasks = _distinct(st.tt[P], st.n_tasks)
             new = n_prim + len(merges)
-            P = st.merge(key, new)
+            P = st.merge(key, new, P)
             p0 = int(P.min())
             ti = int(st.traj_of[p0])
             first = (ti, p0 - int(st.offsets[ti]))
