@@ -270,7 +270,9 @@ def test_pairs_reprints_the_committed_comparisons(capsys):
 # --- issue 34: more envs (the solver reaches their success), their hand-named subgoals, the tree-derived arms
 
 
-@pytest.mark.parametrize("name", ["doorkey6", "unlock", "keycorridor", "unlockpickup", "multiroom"])
+@pytest.mark.parametrize(
+    "name", ["doorkey6", "unlock", "keycorridor", "unlockpickup", "multiroom", "redbluedoors"]
+)
 def test_solver_wins_every_new_env(name: str) -> None:
     from experiments.minigrid_claim.config import ENVS, SUBGOALS_BY_ENV
 

@@ -46,9 +46,11 @@ ENVS: dict[str, tuple[str, int]] = {
     "keycorridor": ("MiniGrid-KeyCorridorS3R1-v0", 100),
     "unlockpickup": ("MiniGrid-UnlockPickup-v0", 150),
     "multiroom": ("MiniGrid-MultiRoom-N2-S4-v0", 40),
+    "redbluedoors": ("MiniGrid-RedBlueDoors-6x6-v0", 100),  # a task without keys: two doors, in order
 }
 """``--env`` short names -> (Gymnasium id, max_steps). Random play (100 episodes, seeds 0..99) wins DoorKey-5x5
-≈ 1 %, MultiRoom-N2-S4 3 %, and DoorKey-8x8, Unlock, KeyCorridorS3R1, UnlockPickup 0 % at these limits."""
+≈ 1 %, MultiRoom-N2-S4 3 %, and DoorKey-8x8, Unlock, KeyCorridorS3R1, UnlockPickup, RedBlueDoors-6x6 0 % at these
+limits."""
 SUBGOALS = ("pickup<key>", "toggle<door>")
 """DoorKey's hand-named subgoals (the subgoal-shaping arm): each pays once per episode."""
 SUBGOALS_BY_ENV: dict[str, tuple[tuple[str, ...], str]] = {
@@ -68,6 +70,11 @@ SUBGOALS_BY_ENV: dict[str, tuple[tuple[str, ...], str]] = {
         ("pickup<key>", "toggle<door>", "drop<empty>"),
         "get the key, open the locked room, put the key down (one hand: the box cannot be picked up holding it;"
         " the token names the cell dropped onto, so a no-op drop with empty hands pays it too, once)",
+    ),
+    "MiniGrid-RedBlueDoors-6x6-v0": (
+        ("toggle<door>",),
+        "open the red door; opening the blue one after it is the task itself (the success step). The token has"
+        " no colour, so opening the blue door first pays it too, in an episode that ends there as a failure",
     ),
     "MiniGrid-MultiRoom-N2-S4-v0": (
         ("toggle<door>", "forward<door>"),

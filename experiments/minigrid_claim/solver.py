@@ -4,7 +4,9 @@ The solver reads the full grid (it is privileged, like an oracle): if a locked d
 agent holds no key it walks to the key and picks it up, then it walks to the goal, toggling every
 closed or locked door on its path. Envs without a goal cell: the target is the mission object
 (``env.obj``: the ball of KeyCorridor, the box of UnlockPickup), picked up after the key is dropped
-once no locked door is left; with no such object (Unlock) the target is the locked door itself. Breadth-first search over cells; turns toward the next cell.
+once no locked door is left; with no such object (Unlock) the target is the locked door itself.
+RedBlueDoors: the red door, then the blue one (toggled on arrival). Breadth-first search over cells;
+turns toward the next cell.
 With probability ``noise`` a step takes a uniformly random action instead, so the corpus holds
 successes and failures (the episode's own verifier labels them: reward > 0).
 """
@@ -67,6 +69,10 @@ def _bfs(
 
 def _targets(u: Any, has_key: bool, locked: list[tuple[int, int]]) -> tuple[set[tuple[int, int]], str]:
     """Where the solver heads and what it does on arrival: ``pickup`` (key, mission object) or ``reach``."""
+    red, blue = getattr(u, "red_door", None), getattr(u, "blue_door", None)
+    if red is not None and blue is not None:  # RedBlueDoors: open the red door, then the blue one
+        door = blue if red.is_open else red
+        return {p for p in _find(u, "door") if u.grid.get(*p) is door}, "reach"
     keys = _find(u, "key")
     if locked and not has_key and keys:
         return set(keys), "pickup"
@@ -80,7 +86,8 @@ def _targets(u: Any, has_key: bool, locked: list[tuple[int, int]]) -> tuple[set[
 
 
 def solver_action(env: gym.Env) -> int:
-    """The solver's next action on a live DoorKey / MultiRoom / Unlock / KeyCorridor / UnlockPickup env."""
+    """The solver's next action on a live DoorKey / MultiRoom / Unlock / KeyCorridor / UnlockPickup /
+    RedBlueDoors env."""
     u: Any = env.unwrapped
     pos = (int(u.agent_pos[0]), int(u.agent_pos[1]))
     carrying = u.carrying
