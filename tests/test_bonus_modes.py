@@ -162,3 +162,15 @@ def torch_equal(a, b) -> bool:  # type: ignore[no-untyped-def]
     import torch
 
     return bool(torch.equal(a, b))
+
+
+def test_auto_picks_contrastive_gated_only_with_a_labelled_corpus() -> None:
+    """Issue 34's default: contrastive values need successes and failures; without both, Eq. 3."""
+    from xtree_gym.rewards.modes import AUTO_MODE, check_bonus_mode, pick_bonus_mode
+
+    cases = {(True, False): "contrastive_gated", (True, True): "eq3", (False,): "eq3", (): "eq3"}
+    assert {k: pick_bonus_mode(AUTO_MODE, list(k)) for k in cases} == cases
+    assert pick_bonus_mode(AUTO_MODE, None) == "eq3" and pick_bonus_mode("potential", [True]) == "potential"
+    check_bonus_mode(AUTO_MODE, auto=True)  # a config may say auto ...
+    with pytest.raises(ConfigError, match="'auto'"):  # ... the reward function needs the mode it stands for
+        shaped_group_rewards([0, 0], [1.0, 0.0], [False, False], mode=AUTO_MODE)

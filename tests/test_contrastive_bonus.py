@@ -152,3 +152,38 @@ def test_rlvr_contrastive_mode_needs_the_corpus() -> None:
     cfg = GRPOConfig(shaping="xtree", tree="t.json", bonus_mode="potential")
     with pytest.raises(ConfigError, match="--tree-corpus"):
         check_config(cfg)
+
+
+def test_xtree_bonus_auto_pays_contrastive_values_given_a_labelled_corpus(tmp_path) -> None:
+    """``tree_corpus`` with successes and failures: each node pays its contrastive value and the wrapper says
+    ``contrastive_gated``; successes only: the depth design and ``eq3`` (the values would all be 0)."""
+    import gymnasium as gym
+
+    from xtree_gym.corpus import write_corpus
+    from xtree_gym.rewards.contrastive import corpus_values
+    from xtree_gym.wrappers.reward import XTreeBonus
+
+    class Echo(gym.Env):
+        observation_space = action_space = gym.spaces.Text(8)
+
+        def reset(self, *, seed=None, options=None):
+            return "", {}
+
+        def step(self, action):
+            return "", 0.0, False, False, {"xtree": {"token": action}}
+
+    trajs = [Trajectory(str(i), [Step(t, token=t) for t in "abcab"], True) for i in range(6)]
+    tree = mine(trajs, MinerConfig(min_freq=3, eta=0.5, cap=5))
+    labelled = [*trajs[:2], Trajectory("f0", [Step(t, token=t) for t in "abzzz"], False)]
+    write_corpus(tmp_path / "c.jsonl", labelled)
+    values = corpus_values(tree, labelled)
+    assert values == {"S0": 0.0, "S1": 1.0, "S2": 1.0}  # S0 = a b is in the failure too
+    for source in (tmp_path / "c.jsonl", labelled):
+        env = XTreeBonus(Echo(), tree, tree_corpus=source)
+        env.reset()
+        paid = [env.step(a)[4]["xtree"]["bonus"] for a in "abcab"]
+        assert env.bonus_mode == "contrastive_gated"
+        assert paid == [0.0, 0.0, 1.0, 0.0, 0.0]  # S1 at its value 1; S2 (also 1) nests S1: 1 − 1 (nesting rule)
+    plain = XTreeBonus(Echo(), tree, tree_corpus=trajs)
+    plain.reset()
+    assert plain.bonus_mode == "eq3" and sum(plain.step(a)[4]["xtree"]["bonus"] for a in "abcab") == 2.5

@@ -132,6 +132,32 @@ def test_webshop_opsd_and_remining(tmp_path: Path, demo_shop: Path) -> None:
     assert len((ckpt / "buffer.jsonl").read_text().splitlines()) == 4  # 2 steps x 1 task x 2 rollouts
 
 
+@pytest.mark.parametrize("labelled", [True, False])
+def test_webshop_auto_bonus_mode_follows_the_tree_corpus(
+    tmp_path: Path, demo_shop: Path, capsys: pytest.CaptureFixture[str], labelled: bool
+) -> None:
+    """``--bonus-mode auto`` (the default) is ``contrastive_gated`` given a corpus of successes and failures,
+    ``eq3`` without one; the run's config.json says which, and the rewards follow it: the gated rule pays no
+    bonus in a group with a win (λ 0), Eq. 3 pays λ_g = 0.75 (1 − 0.5/0.85)."""
+    trajs = [  # the chain completes in the 6 successes only: its nodes separate them from the 2 failures
+        Trajectory(str(i), [Step(t, token=t) for t in (WEBSHOP_TOKENS if i < 6 else WEBSHOP_TOKENS[:1])],
+                   i < 6, env="webshop", task="webshop") for i in range(8)
+    ]  # fmt: skip
+    mine(trajs, MinerConfig(min_freq=3, eta=0.5, cap=5)).save(tmp_path / "tree.json")
+    write_corpus(tmp_path / "tree_corpus.jsonl", trajs)
+    args = ["--config", "webshop-cpu-smoke", "--env-kwargs", f"data_dir={demo_shop}", "--tree",
+            str(tmp_path / "tree.json"), "--steps", "1", "-o", str(tmp_path / "run"), "--no-tensorboard"]  # fmt: skip
+    if labelled:
+        args += ["--tree-corpus", str(tmp_path / "tree_corpus.jsonl")]
+    assert main(["train", "rlvr", *args]) == 0
+    want = "contrastive_gated" if labelled else "eq3"
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["bonus_mode"] == want
+    assert f"bonus mode auto: {want}" in capsys.readouterr().err
+    (m,) = read_metrics(tmp_path / "run")
+    assert m["win_rate"] == 0.5 and m["bonus"] > 0  # the buyer completed the chain; its nodes are worth > 0
+    assert m["lambda_g"] == (0.0 if labelled else pytest.approx(0.75 * (1 - 0.5 / 0.85)))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("shaping", ["none", "xtree", "segcost"])
 def test_scienceworld_two_steps_each_shaping(tmp_path: Path, shaping: str) -> None:

@@ -1,7 +1,8 @@
 """Bonus designs beside Eq. 3: group rewards that let the outcome win (issue 23).
 
-Eq. 3 (:func:`xtree_gym.rewards.group_rewards`) stays the default and stays exact: mode ``eq3``
-calls it unchanged. The other modes keep Eq. 3's shape ``r_i = R_out(τ_i) + weight · bonus_i``
+Eq. 3 (:func:`xtree_gym.rewards.group_rewards`) stays exact: mode ``eq3`` calls it unchanged, and it is
+what :func:`shaped_group_rewards` does unless told otherwise. ``xtree train rlvr`` picks its mode with
+:func:`pick_bonus_mode` (``auto``, issue 34's evidence: ``contrastive_gated`` given a labelled corpus). The other modes keep Eq. 3's shape ``r_i = R_out(τ_i) + weight · bonus_i``
 and change only what the bonus may be worth:
 
 * ``normalized`` (a): ``r_i = R_out + margin · (λ_g / λ0) · min(B_i / B_max, 1)`` with ``B_max`` the
@@ -51,20 +52,44 @@ BONUS_MODES = (
     "contrastive_normalized",
     "potential",
 )
-"""``eq3`` (the paper's, default), ``normalized`` (a), ``gated`` (b), ``annealed`` (c); issue 34's
-tree-derived ones: ``contrastive_gated``, ``contrastive_normalized``, ``potential``."""
+"""``eq3`` (the paper's), ``normalized`` (a), ``gated`` (b), ``annealed`` (c); issue 34's tree-derived ones:
+``contrastive_gated``, ``contrastive_normalized``, ``potential``. ``xtree train rlvr`` defaults to :data:`AUTO_MODE`."""
+AUTO_MODE = "auto"
+"""``xtree train rlvr``'s default ``--bonus-mode``: :func:`pick_bonus_mode` chooses ``contrastive_gated`` when the
+labelled corpus the tree was mined from holds both successes and failures, ``eq3`` (the paper's) otherwise. Why
+``contrastive_gated``: in issue 34's claim check (DoorKey-5x5, DoorKey-6x6, MultiRoom-N2-S4; 15 seeds; n = 2 and
+16) it is the one mined design never behind the hand-named subgoals and ahead of them at n = 16 on two of the
+three envs (docs/experiments.md)."""
 CONTRASTIVE_MODES = ("contrastive_gated", "contrastive_normalized", "potential")
 """Modes whose bonus uses the contrastive node values (:func:`~xtree_gym.rewards.contrastive.contrastive_values`)."""
 
 
-def check_bonus_mode(mode: str, margin: float = 0.5, anneal_end: float = 1.0) -> None:
-    """One :class:`ConfigError` for a mode name or a parameter out of range."""
-    if mode not in BONUS_MODES:
-        raise ConfigError(f"bonus mode {mode!r}", fix=f"use one of: {', '.join(BONUS_MODES)}")
+def check_bonus_mode(mode: str, margin: float = 0.5, anneal_end: float = 1.0, *, auto: bool = False) -> None:
+    """One :class:`ConfigError` for a mode name or a parameter out of range (``auto``: :data:`AUTO_MODE` allowed)."""
+    names = (AUTO_MODE, *BONUS_MODES) if auto else BONUS_MODES
+    if mode not in names:
+        raise ConfigError(f"bonus mode {mode!r}", fix=f"use one of: {', '.join(names)}")
     if not margin > 0.0:
         raise ConfigError(f"bonus margin = {margin!r}", fix="use a margin > 0 below the smallest win reward")
     if not anneal_end > 0.0:
         raise ConfigError(f"bonus anneal end = {anneal_end!r}", fix="use a training fraction > 0, e.g. 1.0")
+
+
+def pick_bonus_mode(mode: str, outcomes: Sequence[bool] | None) -> str:
+    """The mode a run uses: ``mode`` itself, or for :data:`AUTO_MODE` ``contrastive_gated`` when ``outcomes`` (the
+    success labels of the corpus the tree was mined from; ``None``: no corpus) hold both a success and a failure,
+    else ``eq3`` (contrastive values need both: with successes only every node separates nothing and earns 0).
+
+    Example:
+        >>> pick_bonus_mode("auto", [True, False, True]), pick_bonus_mode("auto", [True, True])
+        ('contrastive_gated', 'eq3')
+        >>> pick_bonus_mode("auto", None), pick_bonus_mode("gated", None)
+        ('eq3', 'gated')
+    """
+    if mode != AUTO_MODE:
+        return mode
+    labels = set(map(bool, outcomes or ()))
+    return "contrastive_gated" if labels == {True, False} else "eq3"
 
 
 def max_episode_bonus(tree: XTree, bonus: str = "depth") -> float:

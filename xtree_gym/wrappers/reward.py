@@ -9,7 +9,7 @@ wrapper's canonicalizer) -> :meth:`StreamingMatcher.feed` -> nodes completed at 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, SupportsFloat
 
 import gymnasium as gym
@@ -128,7 +128,11 @@ class XTreeBonus(gym.Wrapper):
 
     ``node_values`` (issue 34) pays each node a value from a table instead of ``bonus``: e.g.
     :func:`~xtree_gym.rewards.contrastive.contrastive_values` over the corpus the tree was mined from
-    (the nesting rule on, each node once per episode).
+    (the nesting rule on, each node once per episode). ``tree_corpus`` (that labelled corpus: a path or
+    trajectories) is the default design of issue 34's evidence, ``auto``: given successes and failures, each
+    node is paid its contrastive value and :attr:`bonus_mode` is ``contrastive_gated``, the group rule to combine
+    ``episode_bonus`` with (:func:`~xtree_gym.rewards.modes.shaped_group_rewards` ``mode=env.bonus_mode``);
+    without both (or without a corpus) the ``bonus`` design is paid and :attr:`bonus_mode` is ``eq3``.
 
     ``bonus`` is a b_v design (``"depth"``, ``"webshop"`` or a callable); the WebShop design reads the
     goal's option types from the reset info (``goal_options`` or ``goal["goal_options"]``). An action
@@ -179,9 +183,13 @@ class XTreeBonus(gym.Wrapper):
         node_values: Mapping[str, float] | None = None,
         potential_margin: float = 0.09,
         gamma: float = 1.0,
+        tree_corpus: str | os.PathLike[str] | Iterable[Any] | None = None,
     ) -> None:
         super().__init__(env)
         self.tree = _load_tree(tree)
+        self.bonus_mode = "eq3"
+        if tree_corpus is not None and node_values is None:
+            node_values = self._auto_values(tree_corpus)
         if node_values is not None:
             from ..rewards.contrastive import NodeValueBonus
 
@@ -228,6 +236,22 @@ class XTreeBonus(gym.Wrapper):
             None if isinstance(weight, str) else float(weight)
         )  # set at reset if running
         self._matched: tuple[str, ...] = ()
+
+    def _auto_values(self, tree_corpus: str | os.PathLike[str] | Iterable[Any]) -> dict[str, float] | None:
+        """The default bonus mode (``auto``): contrastive node values when the corpus holds successes and
+        failures (:attr:`bonus_mode` ``contrastive_gated``), else ``None`` (the ``bonus`` design, ``eq3``)."""
+        from ..rewards.contrastive import corpus_values
+        from ..rewards.modes import AUTO_MODE, pick_bonus_mode
+
+        trajs: list[Any]
+        if isinstance(tree_corpus, (str, os.PathLike)):
+            from ..corpus.records import read_corpus
+
+            trajs = list(read_corpus(tree_corpus).trajectories)
+        else:
+            trajs = list(tree_corpus)
+        self.bonus_mode = pick_bonus_mode(AUTO_MODE, [bool(t.success) for t in trajs])
+        return corpus_values(self.tree, trajs) if self.bonus_mode == "contrastive_gated" else None
 
     # -- episode state ------------------------------------------------------------------
     def reset(

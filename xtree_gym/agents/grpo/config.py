@@ -21,7 +21,7 @@ from typing import Any
 
 from ...errors import ConfigError
 from ...rewards.constants import INVALID_PENALTY, LAMBDA0, W_REF
-from ...rewards.modes import CONTRASTIVE_MODES, check_bonus_mode
+from ...rewards.modes import AUTO_MODE, CONTRASTIVE_MODES, check_bonus_mode
 
 ENV_ALIASES = {
     "scienceworld": "XTree-ScienceWorld-v0",
@@ -144,9 +144,11 @@ class GRPOConfig:
     """SegCost's FIFO buffer of successful skill sequences (ReuseRL: 256)."""
 
     # --- bonus mode (issue 23)
-    bonus_mode: str = "eq3"
-    """How the X-Tree bonus enters the reward: ``eq3`` (the paper's), ``normalized``, ``gated``, ``annealed``;
-    issue 34's ``contrastive_gated``, ``contrastive_normalized``, ``potential`` (node values from ``tree_corpus``)."""
+    bonus_mode: str = AUTO_MODE
+    """How the X-Tree bonus enters the reward: ``auto`` (default: ``contrastive_gated`` when ``tree_corpus`` holds
+    successes and failures, else ``eq3``; the run's config records the mode used), ``eq3`` (the paper's),
+    ``normalized``, ``gated``, ``annealed``; issue 34's ``contrastive_gated``, ``contrastive_normalized``,
+    ``potential`` (node values from ``tree_corpus``)."""
     bonus_margin: float = 0.5
     """``normalized``: most a bonus-only episode earns (keep it below the smallest win reward)."""
     bonus_anneal_end: float = 1.0
@@ -316,7 +318,7 @@ def check_config(cfg: GRPOConfig) -> None:
             f"clip_eps_low = {cfg.clip_eps_low!r} must be < 1 (the ratio is clipped below at 1 - clip_eps_low)",
             fix="use a value in [0, 1), e.g. 0.2",
         )
-    check_bonus_mode(cfg.bonus_mode, cfg.bonus_margin, cfg.bonus_anneal_end)  # bonus mode (issue 23)
+    check_bonus_mode(cfg.bonus_mode, cfg.bonus_margin, cfg.bonus_anneal_end, auto=True)  # issues 23, 34
     if cfg.shaping == "xtree" and cfg.bonus_mode in CONTRASTIVE_MODES and not cfg.tree_corpus:
         raise ConfigError(
             f"bonus mode {cfg.bonus_mode!r} weighs each node by how it separates the tree's successes from its failures",

@@ -19,6 +19,7 @@ Read top to bottom, one optimizer step is (docs/training.md follows it with numb
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import sys
@@ -122,7 +123,10 @@ class GRPOTrainer:
         if fsdp_requested() and self.parallel["kind"] != "fsdp":
             raise ConfigError(f"FSDP was asked for, but the policy is {self.parallel['kind']!r}",
                               fix="report this: the launcher's FSDP config did not reach the model")  # fmt: skip
+        self._values: Any = None  # contrastive b_v of the current tree (bonus modes contrastive_*, potential)
+        self._tree_trajs: list[Any] | None = None
         self.tree = self._load_tree(self.cfg.tree)
+        self.cfg = dataclasses.replace(self.cfg, bonus_mode=self._pick_bonus_mode())  # config.json says which
         self.segcost = (
             SegCostShaping(self.cfg.max_steps or 30, self.cfg.segcost_lam, self.cfg.segcost_buffer)
             if self.cfg.shaping == "segcost"
@@ -336,20 +340,41 @@ class GRPOTrainer:
             )
         return plain_rewards(episodes, invalid_penalty=cfg.invalid_penalty, outcome=cfg.outcome or "env")
 
+    def _tree_trajectories(self) -> list[Any]:
+        """``tree_corpus``'s trajectories, read once."""
+        if self._tree_trajs is None:
+            from ...corpus.records import read_corpus
+
+            assert self.cfg.tree_corpus
+            self._tree_trajs = read_corpus(self.cfg.tree_corpus).trajectories
+        return self._tree_trajs
+
+    def _pick_bonus_mode(self) -> str:
+        """``--bonus-mode auto`` made concrete (:func:`~xtree_gym.rewards.modes.pick_bonus_mode`), said once."""
+        from ...rewards.modes import AUTO_MODE, pick_bonus_mode
+
+        cfg = self.cfg
+        if cfg.bonus_mode != AUTO_MODE or cfg.shaping != "xtree":
+            return pick_bonus_mode(cfg.bonus_mode, None)  # no bonus to shape: no corpus to read
+        won = [bool(t.success) for t in self._tree_trajectories()] if cfg.tree_corpus else None
+        mode = pick_bonus_mode(AUTO_MODE, won)
+        if self.acc.is_main_process:
+            why = "no --tree-corpus to weigh the nodes with" if won is None else (
+                f"the tree corpus holds {sum(won)} successes and {len(won) - sum(won)} failures")  # fmt: skip
+            print(f"bonus mode auto: {mode} ({why})", file=sys.stderr)
+        return mode
+
     def _node_values(self) -> Any:
         """Issue 34's contrastive b_v (:func:`~xtree_gym.rewards.contrastive.corpus_values` over ``tree_corpus``),
-        computed once; None for the other modes."""
+        computed once per tree; None for the other modes."""
         from ...rewards.modes import CONTRASTIVE_MODES
 
         if self.cfg.bonus_mode not in CONTRASTIVE_MODES:
             return None
-        if getattr(self, "_values", None) is None:
-            from ...corpus.records import read_corpus
+        if self._values is None:
             from ...rewards.contrastive import NodeValueBonus, corpus_values
 
-            assert self.cfg.tree_corpus  # validated
-            trajs = read_corpus(self.cfg.tree_corpus).trajectories
-            self._values = NodeValueBonus(corpus_values(self.tree, trajs))
+            self._values = NodeValueBonus(corpus_values(self.tree, self._tree_trajectories()))
         return self._values
 
     def _bonus_design(self) -> dict[str, float]:
@@ -595,6 +620,7 @@ class GRPOTrainer:
         new = remine(self.buffer, self.miner_config(), name=f"remined-{step}")
         diff = node_diff(old, new)
         self.tree = new
+        self._values = None  # contrastive values are per node of a tree: the new tree's, over the same corpus
         if self.teacher is not None:  # the cards follow the tree
             from ...render.stats import CorpusUsage
 
@@ -695,6 +721,7 @@ class GRPOTrainer:
             self.segcost.load_state(state["segcost"])
         if (path / "tree.json").is_file():
             self.tree = self._load_tree(str(path / "tree.json"))
+            self._values = None
         if self.buffer is not None and (path / "buffer.jsonl").is_file():
             lines = (path / "buffer.jsonl").read_text(encoding="utf-8").splitlines()
             self.buffer.load_state([json.loads(x) for x in lines if x.strip()])
