@@ -183,13 +183,8 @@ def test_xtree_bonus_auto_pays_contrastive_values_given_a_labelled_corpus(tmp_pa
         env.reset()
         paid = [env.step(a)[4]["xtree"]["bonus"] for a in "abcab"]
         assert env.bonus_mode == "contrastive_gated"
-        assert paid == [
-            0.0,
-            0.0,
-            1.0,
-            0.0,
-            0.0,
-        ]  # S1 at its value 1; S2 (also 1) nests S1: 1 − 1 (nesting rule)
+        # S1 pays its value 1; S2 (also worth 1) nests S1, so it pays 1 − 1 (the nesting rule)
+        assert paid == [0.0, 0.0, 1.0, 0.0, 0.0]
     plain = XTreeBonus(Echo(), tree, tree_corpus=trajs)
     plain.reset()
     assert plain.bonus_mode == "eq3" and sum(plain.step(a)[4]["xtree"]["bonus"] for a in "abcab") == 2.5
