@@ -76,6 +76,17 @@ def write(path: Path, recs: list[dict[str, Any]], sep: str = "\n", extra: str = 
     return path
 
 
+def write_case(tmp_path: Path, recs: list[dict[str, Any]], case: str, split: int) -> list[Path]:
+    """The corpus files of a test case: blank lines or CRLF between records, or two files (the second
+    gzipped, from record ``split`` on), else one plain JSONL file."""
+    if case == "two_files_and_gz":
+        gz = tmp_path / "b.jsonl.gz"
+        gz.write_bytes(gzip.compress(write(tmp_path / "b.jsonl", recs[split:]).read_bytes()))
+        return [write(tmp_path / "a.jsonl", recs[:split]), gz]
+    sep = {"blank_lines": "\n\n  \n", "crlf": "\r\n"}.get(case, "\n")
+    return [write(tmp_path / "a.jsonl", recs, sep)]
+
+
 def object_tree(paths: list[Path], cfg: MinerConfig = CFG) -> str:
     """The tree the object path makes (what every ``xtree mine`` wrote before the one-pass reader)."""
     return mine(read_corpus(paths).trajectories, cfg, name="toy").to_json()
@@ -91,11 +102,7 @@ def test_one_pass_tree_is_byte_identical_to_the_object_path(tmp_path: Path, case
         recs[3]["steps"] = []
     if case == "sorted_input":
         recs.sort(key=lambda r: str(r["id"]))
-    sep = {"blank_lines": "\n\n  \n", "crlf": "\r\n"}.get(case, "\n")
-    paths = [write(tmp_path / "a.jsonl", recs, sep)]
-    if case == "two_files_and_gz":
-        paths = [write(tmp_path / "a.jsonl", recs[:70]), tmp_path / "b.jsonl.gz"]
-        paths[1].write_bytes(gzip.compress(write(tmp_path / "b.jsonl", recs[70:]).read_bytes()))
+    paths = write_case(tmp_path, recs, case, split=70)
     corpus = read_encoded(paths)
     assert isinstance(corpus, StreamCorpus) and len(corpus) == len(recs)
     assert corpus.ids == sorted(str(r["id"]) for r in recs)
@@ -261,11 +268,7 @@ def test_small_blocks_give_the_same_tree_and_records(
     recs = plain_records(120, seed=3, int_ids=case == "int_ids")
     if case == "mixed":
         recs[10:20] = records(10, seed=9)  # unknown keys: those blocks go line by line
-    sep = {"blank_lines": "\n\n  \n", "crlf": "\r\n"}.get(case, "\n")
-    paths = [write(tmp_path / "a.jsonl", recs, sep)]
-    if case == "two_files_and_gz":
-        paths = [write(tmp_path / "a.jsonl", recs[:50]), tmp_path / "b.jsonl.gz"]
-        paths[1].write_bytes(gzip.compress(write(tmp_path / "b.jsonl", recs[50:]).read_bytes()))
+    paths = write_case(tmp_path, recs, case, split=50)
     corpus = read_encoded(paths)
     assert len(corpus) == len(recs) and calls["blocks"] > 10
     if case in ("blank_lines", "crlf"):
