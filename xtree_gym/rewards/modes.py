@@ -57,9 +57,9 @@ BONUS_MODES = (
 AUTO_MODE = "auto"
 """``xtree train rlvr``'s default ``--bonus-mode``: :func:`pick_bonus_mode` chooses ``contrastive_gated`` when the
 labelled corpus the tree was mined from holds both successes and failures, ``eq3`` (the paper's) otherwise. Why
-``contrastive_gated``: in issue 34's claim check (DoorKey-5x5, DoorKey-6x6, MultiRoom-N2-S4; 15 seeds; n = 2 and
-16) it is the one mined design never behind the hand-named subgoals and ahead of them at n = 16 on two of the
-three envs (docs/experiments.md)."""
+``contrastive_gated``: in issue 34's claim check (DoorKey-5x5, DoorKey-6x6, MultiRoom-N2-S4; 15 seeds; n = 2
+and 16) it is the one mined design never significantly behind the hand-named subgoals, and ahead of them at n = 16
+on two of the three envs (docs/experiments.md)."""
 CONTRASTIVE_MODES = ("contrastive_gated", "contrastive_normalized", "potential")
 """Modes whose bonus uses the contrastive node values (:func:`~xtree_gym.rewards.contrastive.contrastive_values`)."""
 
