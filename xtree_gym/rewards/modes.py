@@ -2,8 +2,9 @@
 
 Eq. 3 (:func:`xtree_gym.rewards.group_rewards`) stays exact: mode ``eq3`` calls it unchanged, and it is
 what :func:`shaped_group_rewards` does unless told otherwise. ``xtree train rlvr`` picks its mode with
-:func:`pick_bonus_mode` (``auto``, issue 34's evidence: ``contrastive_gated`` given a labelled corpus). The other modes keep Eq. 3's shape ``r_i = R_out(τ_i) + weight · bonus_i``
-and change only what the bonus may be worth:
+:func:`pick_bonus_mode` (``auto``, issue 34's evidence: ``contrastive_gated`` given a labelled corpus).
+The other modes keep Eq. 3's shape ``r_i = R_out(τ_i) + weight · bonus_i`` and change only what the
+bonus may be worth:
 
 * ``normalized`` (a): ``r_i = R_out + margin · (λ_g / λ0) · min(B_i / B_max, 1)`` with ``B_max`` the
   tree's largest reachable Σ b_v (:func:`max_episode_bonus`). A bonus-only episode earns at most
