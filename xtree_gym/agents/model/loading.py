@@ -149,6 +149,23 @@ def _save_atomically(target: Path, save: Callable[[str], None], marker: str) -> 
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _gguf_dense_kwargs(gguf_file: str) -> dict[str, Any]:
+    """``from_pretrained`` arguments that load a GGUF file as a plain dense (savable) model.
+
+    transformers up to 5.18 always unpacked GGUF weights at load time. From 5.19 the loader keeps them in
+    their GGUF blocks unless ``GgufConfig(dequantize=True)`` asks otherwise, and such a model refuses
+    ``save_pretrained`` ("quantized with gguf and is not serializable"). Asking for the dense model gives
+    both lines of releases the same weights.
+    """
+    kwargs: dict[str, Any] = {"gguf_file": gguf_file, "local_files_only": True}
+    try:
+        from transformers import GgufConfig  # type: ignore[attr-defined]  # 5.19+
+    except ImportError:  # older releases: the dense model is all they build
+        return kwargs
+    kwargs["quantization_config"] = GgufConfig(gguf_file=gguf_file, dequantize=True)
+    return kwargs
+
+
 def _build_smollm2(target: Path, *, tokenizer_only: bool = False) -> None:
     """Dequantize the packaged GGUF once and save it as an HF folder at ``target`` (atomically).
 
@@ -165,8 +182,16 @@ def _build_smollm2(target: Path, *, tokenizer_only: bool = False) -> None:
         return
     from transformers import AutoModelForCausalLM
 
-    local = {"gguf_file": gguf.name, "local_files_only": True}
-    model: Any = AutoModelForCausalLM.from_pretrained(str(gguf.parent), **local)
+    model: Any = AutoModelForCausalLM.from_pretrained(str(gguf.parent), **_gguf_dense_kwargs(gguf.name))
+    if getattr(model, "hf_quantizer", None) is not None:  # a release that kept the blocks despite the ask
+        import transformers
+
+        raise DependencyError(
+            f"transformers {transformers.__version__} loaded {gguf.name} with its weights left in GGUF blocks, "
+            "which it refuses to save as safetensors",
+            fix="report it to xtree_gym; meanwhile pip install the transformers release named in pyproject.toml's "
+            "policy note",
+        )
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.generation_config.bos_token_id = tokenizer.bos_token_id
@@ -478,8 +503,10 @@ def load_model(
         tok = load_tokenizer(source if local else name_or_path)
         if model.generation_config.pad_token_id is None:
             model.generation_config.pad_token_id = tok.pad_token_id
-    if name_or_path in MODEL_NAMES:  # what adapters and configs record: the name given, not a cache path
-        model.config._name_or_path = name_or_path
+    if name_or_path in MODEL_NAMES:
+        # PEFT records ``model.name_or_path`` in adapter_config.json: the name the user gave, not a cache path.
+        # ``config._name_or_path`` stays what from_pretrained set (smollm2's cached folder), because other
+        # trainers rebuild the model from it (TRL's GRPOTrainer loads its KL reference that way).
         model.name_or_path = name_or_path
     model = model.to(device)
     model.eval()
