@@ -179,7 +179,7 @@ def test_http_body_over_the_limit_is_413_before_it_is_read_whole(served: Served)
     detail = json.loads(declared.split(b"\r\n\r\n", 1)[1])["detail"]
     assert "too large" in detail and str(MAX_MESSAGE_BYTES) in detail and "max_message_bytes" in detail
     assert cut.startswith(b"HTTP/1.1 413"), cut[:200]  # answered although the body never ended
-    assert MAX_MESSAGE_BYTES < sent_cut <= sum(map(len, _chunked(2 * MIB)))  # and no last chunk was sent
+    assert MAX_MESSAGE_BYTES < sent_cut <= sum(map(len, _chunked(2 * MIB)))  # never the closing 0-chunk
     assert grown < 16 * MIB, f"peak RSS grew by {grown / MIB:.0f} MiB for {sent_flood / MIB:.0f} MiB sent"
     assert fits.startswith(b"HTTP/1.1 200"), fits[:200]  # a body of exactly the limit is served
 
@@ -201,12 +201,17 @@ def test_ws_frame_over_the_limit_is_an_error_frame_and_the_session_goes_on(loopb
             async with GenericEnvClient(base_url=url) as other:  # another session meanwhile
                 other_text = (await other.reset(seed=5)).observation["text"]
             step = await ask(json.dumps({"type": "step", "data": {"reply": "op(+, 1, 2)"}}))
-            return errors, exact, step, other_text
+        async with websockets.connect(url.replace("http://", "ws://") + "/mcp", max_size=None) as mcp:
+            await mcp.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "x" * limit}))
+            errors.append(json.loads(await asyncio.wait_for(mcp.recv(), timeout=20)))
+        return errors, exact, step, other_text
 
     with loopback(make_app("XTree-Countdown-v0", max_sessions=2, max_message_bytes=limit)) as url:
         errors, exact, step, other_text = run_async(asyncio.wait_for(scenario(url), timeout=60))
-    assert [e["type"] for e in errors] == ["error", "error"]
-    assert [e["data"]["code"] for e in errors] == ["MESSAGE_TOO_BIG"] * 2
+    assert [e.get("type") for e in errors] == ["error", "error", None]
+    assert [e["data"]["code"] for e in errors[:2]] == ["MESSAGE_TOO_BIG"] * 2
+    rpc = errors[2]["error"]  # /mcp answers in JSON-RPC: an invalid request
+    assert rpc["code"] == -32600 and "too large" in rpc["message"]
     message = errors[0]["data"]["message"]
     assert f"limit of {limit} bytes" in message and "max_message_bytes" in message and "too large" in message
     assert exact["type"] == "state" and exact["data"]["step_count"] == 0  # the big step never ran
