@@ -26,6 +26,15 @@ wraps the app in :class:`_InputGuard`, which reads every ``/ws`` (and ``/mcp``) 
 error frame (OpenEnv's ``{"type": "error", "data": {"message", "code"}}``) and the session goes on; a
 bad body is a 422 whose ``detail`` says what is wrong.
 
+**Sizes and disconnects.** OpenEnv reads any body and frame whole. The guard refuses an HTTP body over
+``max_message_bytes`` (:data:`MAX_MESSAGE_BYTES`, 1 MiB, set in :func:`make_app`) with a 413 before
+reading it whole, and a bigger frame with an error frame (``MESSAGE_TOO_BIG``); served with
+``uvicorn.run(app, ws_max_size=app.max_message_bytes)``, uvicorn closes on a bigger frame (1009) before
+reading it. OpenEnv 0.3 closes every socket on its way out, also one its client already closed, and
+catches only ``RuntimeError`` there, so each normal disconnect logged an ERROR with two tracebacks: once
+the client has gone the guard drops what OpenEnv still sends it (the close, a late answer), and lets
+every other error through to uvicorn's log.
+
 Like every single-env interface it cannot see a group: with a ``tree`` the final observation's
 ``xtree_bonus`` holds Σ b_v for the client to weight by its group's λ_g
 (:func:`~xtree_gym.adapters.text_env.group_bonus_rewards`).
@@ -43,6 +52,7 @@ Example:
 from __future__ import annotations
 
 import functools
+import logging
 import uuid
 from typing import Any
 
@@ -62,10 +72,14 @@ from ..errors import EnvConfigError, XTreeError
 from ..mining.tree import XTree
 from .text_env import TextEpisode, episode_bonus
 
+_LOG = logging.getLogger(__name__)
+
 OPENENV_VERSION = "0.3.0"
 """The ``openenv-core`` release this adapter is tested against (the ``interop`` pin)."""
 MAX_MESSAGE_DEPTH = 32
 """Deepest nesting of arrays/objects accepted in a ``/ws`` frame or an HTTP body (a step is 3 levels)."""
+MAX_MESSAGE_BYTES = 1 << 20
+"""Largest ``/ws`` (``/mcp``) frame or HTTP body accepted, in bytes (1 MiB; ``make_app(max_message_bytes=)``)."""
 
 
 class EpisodeStateError(EnvConfigError):
@@ -231,67 +245,124 @@ def _ws_error(path: str, problem: str, code: str) -> str:
     return str(WSErrorResponse(data={"message": problem, "code": code}).model_dump_json())
 
 
-class _InputGuard:
-    """ASGI wrapper that checks each ``/ws`` / ``/mcp`` frame and each ``/reset`` / ``/step`` body first.
+def frame_bytes(message: dict[str, Any]) -> int:
+    """Size in bytes of one ASGI ``websocket.receive`` message's payload (UTF-8 for a text frame).
 
-    A bad frame is answered with an error frame and never reaches OpenEnv's loop (which would end
-    the session on it); a bad body is a 422 with a message. Everything else passes untouched.
+    Example:
+        >>> frame_bytes({"type": "websocket.receive", "text": "é!"}), frame_bytes({"bytes": b"abc"})
+        (3, 3)
+    """
+    text = message.get("text")
+    return len(text.encode("utf-8")) if text is not None else len(message.get("bytes") or b"")
+
+
+def too_big(size: int | None, limit: int, what: str) -> str:
+    """The message for a ``what`` (body, message) of ``size`` bytes (``None``: not known) over ``limit``.
+
+    Example:
+        >>> too_big(None, 1024, "request body")[:79]
+        'request body too large: over the server limit of 1024 bytes (max_message_bytes)'
+        >>> too_big(2000, 1024, "message")[:40]
+        'message too large: 2000 bytes, over the '
+    """
+    amount = f"{size} bytes, over" if size is not None else "over"
+    return (
+        f"{what} too large: {amount} the server limit of {limit} bytes (max_message_bytes); send "
+        "less, or serve with a larger make_app(max_message_bytes=...)"
+    )
+
+
+class _InputGuard:
+    """ASGI wrapper that checks each ``/ws`` / ``/mcp`` frame and each HTTP body before OpenEnv sees it.
+
+    A frame over ``max_message_bytes`` or malformed is answered with an error frame and never reaches
+    OpenEnv's loop (which would end the session on it); an HTTP body over the limit is a 413, sent
+    before the body is read whole (at once when its ``Content-Length`` says so, else as soon as the
+    bytes read pass the limit), and a malformed ``/reset`` / ``/step`` body a 422. A client that
+    leaves is not an error: OpenEnv closes every socket on its way out, and a close (or any send)
+    to a client already gone would end in uvicorn's "Exception in ASGI application", so once the
+    client has gone (a disconnect received, or a send failed) every send is dropped.
     """
 
     WS_PATHS = ("/ws", "/mcp")
     HTTP_PATHS = ("/reset", "/step")
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, max_message_bytes: int = MAX_MESSAGE_BYTES) -> None:
         self.app = app
+        self.max_message_bytes = max_message_bytes
 
     def __getattr__(self, name: str) -> Any:  # the FastAPI app's routes, state... for whoever asks
         return getattr(self.app, name)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        path = scope.get("path", "")
-        if scope["type"] == "websocket" and path in self.WS_PATHS:
-            await self.app(scope, self._frames(path, receive, send), send)
-        elif scope["type"] == "http" and scope.get("method") == "POST" and path in self.HTTP_PATHS:
+        if scope["type"] == "websocket":
+            await self._socket(scope, receive, send)
+        elif scope["type"] == "http":
             await self._http(scope, receive, send)
         else:
             await self.app(scope, receive, send)
 
-    @staticmethod
-    def _frames(path: str, receive: Any, send: Any) -> Any:
+    async def _socket(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        path, limit, gone = scope.get("path", ""), self.max_message_bytes, False
+
         async def checked() -> Any:
+            nonlocal gone
             while True:  # OpenEnv waits here between messages, so answering now cannot interleave
                 message = await receive()
-                if message["type"] != "websocket.receive":
+                if message["type"] == "websocket.disconnect":
+                    gone = True
+                if message["type"] != "websocket.receive" or path not in self.WS_PATHS:
                     return message
-                problem = message_problem(message.get("text"), SHAPES[path])
+                size, problem = frame_bytes(message), None
+                if size > limit:
+                    problem = (too_big(size, limit, "message"), "MESSAGE_TOO_BIG")
+                else:
+                    problem = message_problem(message.get("text"), SHAPES[path])
                 if problem is None:
                     return message
                 await send({"type": "websocket.send", "text": _ws_error(path, *problem)})
 
-        return checked
+        async def sending(message: dict[str, Any]) -> None:
+            nonlocal gone
+            if gone:  # OpenEnv still answers, or closes, a client that left: no one to send to
+                _LOG.debug("client left %s: dropped a %s", path, message["type"])
+                return
+            try:
+                await send(message)
+            except OSError:  # uvicorn's ClientDisconnected: it left meanwhile; OpenEnv reads that next
+                gone = True
+
+        await self.app(scope, checked, sending)
 
     async def _http(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        chunks, messages = [], []
-        while True:
-            message = await receive()
-            messages.append(message)
-            if message["type"] != "http.request":
-                break
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
-        problem = None
-        if body.strip():
-            try:
-                problem = message_problem(body.decode("utf-8"), SHAPES[scope["path"]])
-            except UnicodeDecodeError:
-                problem = ("the request body is not UTF-8 text", "INVALID_JSON")
-        if problem is not None:
-            from fastapi.responses import JSONResponse
+        from fastapi.responses import JSONResponse
 
-            detail = f"request body: {problem[0]}"
-            await JSONResponse(status_code=422, content={"detail": detail})(scope, receive, send)
+        limit = self.max_message_bytes
+        declared = _content_length(scope)
+        messages, size = [], 0
+        if declared is None or declared <= limit:  # else answer before reading a byte of it
+            while size <= limit:
+                message = await receive()
+                messages.append(message)
+                if message["type"] != "http.request":
+                    break
+                size += len(message.get("body", b""))
+                if not message.get("more_body", False):
+                    break
+        if size > limit or (declared or 0) > limit:
+            content = {"detail": too_big(declared, limit, "request body")}
+            # "Connection: close": uvicorn then drops the rest of the body instead of reading it
+            await JSONResponse(content, status_code=413, headers={"connection": "close"})(
+                scope, receive, send
+            )
+            return
+        problem = None
+        if scope.get("method") == "POST" and scope.get("path") in self.HTTP_PATHS:
+            problem = body_problem(b"".join(m.get("body", b"") for m in messages), SHAPES[scope["path"]])
+        if problem is not None:
+            await JSONResponse(status_code=422, content={"detail": f"request body: {problem}"})(
+                scope, receive, send
+            )
             return
         replay = iter(messages)
 
@@ -301,12 +372,39 @@ class _InputGuard:
         await self.app(scope, again, send)
 
 
+def body_problem(body: bytes, shape: str) -> str | None:
+    """What is wrong with one ``/reset`` / ``/step`` body, or None (an empty one is OpenEnv's to judge).
+
+    Example:
+        >>> body_problem(b'{"seed": 1}', "{}") is None, body_problem(b"", "{}") is None
+        (True, True)
+        >>> body_problem(b"\\xff", "{}")
+        'the request body is not UTF-8 text'
+    """
+    if not body.strip():
+        return None
+    try:
+        problem = message_problem(body.decode("utf-8"), shape)
+    except UnicodeDecodeError:
+        return "the request body is not UTF-8 text"
+    return problem[0] if problem else None
+
+
+def _content_length(scope: dict[str, Any]) -> int | None:
+    """The request's ``Content-Length`` (None: absent, e.g. a chunked body; h11 already refused a bad one)."""
+    for name, value in scope.get("headers", []):
+        if name.lower() == b"content-length" and value.strip().isdigit():
+            return int(value)
+    return None
+
+
 def make_app(
     env_id: str,
     *,
     max_sessions: int = 8,
     idle_timeout_s: float | None = 600.0,
     tree: XTree | str | None = None,
+    max_message_bytes: int = MAX_MESSAGE_BYTES,
     **kwargs: Any,
 ) -> Any:
     """A FastAPI app serving ``XTreeOpenEnv(env_id, **kwargs)``, one env per ``/ws`` session.
@@ -317,9 +415,19 @@ def make_app(
         idle_timeout_s: a session with no message for this long is closed (``None``: never).
             OpenEnv checks every ``max(idle_timeout_s / 4, 5)`` seconds.
         tree: an X-Tree (or its path) for the final observation's ``xtree_bonus``; loaded once.
+        max_message_bytes: the largest HTTP body and ``/ws`` (``/mcp``) frame accepted, in bytes
+            (default :data:`MAX_MESSAGE_BYTES`, 1 MiB). A bigger body is a 413, sent before the body is
+            read whole; a bigger frame is answered with an error frame (code ``MESSAGE_TOO_BIG``) and the
+            session goes on.
         kwargs: for :class:`XTreeOpenEnv` (``seed``, ``harness``, ``env_kwargs``, ``max_steps``).
 
-    Run it with ``uvicorn`` (``uvicorn.run(make_app(...), host="127.0.0.1")``).
+    Run it with ``uvicorn``, giving it the same limit for frames, so that a bigger frame is refused
+    from its header (close 1009, "message too big") before it is read::
+
+        app = make_app("XTree-Countdown-v0")
+        uvicorn.run(app, host="127.0.0.1", port=8000, ws_max_size=app.max_message_bytes)
+
+    (Without ``ws_max_size`` uvicorn reads frames up to its own 16 MiB, and the guard answers.)
     """
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse
@@ -328,6 +436,11 @@ def make_app(
         raise EnvConfigError(f"max_sessions = {max_sessions!r}", fix="use an int >= 1")
     if idle_timeout_s is not None and not idle_timeout_s > 0:
         raise EnvConfigError(f"idle_timeout_s = {idle_timeout_s!r}", fix="use seconds > 0, or None")
+    if isinstance(max_message_bytes, bool) or not isinstance(max_message_bytes, int) or max_message_bytes < 1:
+        raise EnvConfigError(
+            f"max_message_bytes = {max_message_bytes!r}",
+            fix=f"use an int >= 1 (bytes; default {MAX_MESSAGE_BYTES})",
+        )
     loaded = XTree.load(tree) if isinstance(tree, str) else tree
     factory = functools.partial(XTreeOpenEnv, env_id, tree=loaded, **kwargs)
     factory().close()  # a bad env id or argument fails here, once, not in every session
@@ -340,4 +453,4 @@ def make_app(
         return JSONResponse(status_code=code, content={"detail": str(exc)})
 
     app.add_exception_handler(XTreeError, xtree_error)
-    return _InputGuard(app)
+    return _InputGuard(app, max_message_bytes)
