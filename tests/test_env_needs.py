@@ -32,7 +32,9 @@ def core_env(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, s
     for entry in Path(numpy.__file__).resolve().parent.parent.iterdir():
         if entry.name == "numpy" or entry.name.startswith(("numpy-", "numpy.libs")):
             os.symlink(entry, site / entry.name)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV", "XTREE_WEBSHOP"))}
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV", "XTREE_WEBSHOP"))
+    }
     env.update(PYTHONPATH=f"{site}{os.pathsep}{ROOT}", XTREE_PROGRESS="0")
     python = str(base / "venv" / "bin" / "python")
     probe = subprocess.run([python, "-c", "import gymnasium"], env=env, capture_output=True, text=True)
