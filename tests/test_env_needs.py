@@ -111,3 +111,16 @@ def test_a_missing_model_and_data_folder_are_named_together(
     err = capsys.readouterr().err.strip()
     assert "the hf backend needs --model" in err and "--env-arg data_dir=DIR" in err, err
     assert len(err.splitlines()) == 1 and not (tmp_path / "o").exists()
+
+
+def test_collect_scienceworld_names_gym_and_scienceworld(core_env, tmp_path: Path) -> None:
+    line = _one_line(core_env, tmp_path, "collect", "scienceworld", "--per-task", "1")
+    assert "xtree_gym[gym]" in line and "xtree_gym[scienceworld]" in line, line
+
+
+def test_a_missing_java_is_named_beside_the_missing_extras(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "")  # no `java` to find
+    with pytest.raises(DependencyError) as info:
+        check_env("XTree-ScienceWorld-v0", found=lambda module: False, feature="xtree collect scienceworld")
+    text = str(info.value)
+    assert "xtree_gym[scienceworld]" in text and "`java` on PATH" in text and "Java 11+" in text, text
