@@ -116,11 +116,13 @@ def test_launch_config_defaults_and_checks(tmp_path: Path) -> None:
 
 
 def test_merge_launch_kwargs_keeps_browsergym_args() -> None:
-    cfg = BrowserLaunchConfig(executable_path="/opt/chromium", extra_args=("--disable-sync",))
+    cfg = BrowserLaunchConfig(executable_path="/usr/lib/chromium/chromium", extra_args=("--disable-sync",))
     kwargs = {"headless": False, "slow_mo": 0, "args": ["--window-size=500,800", "--no-sandbox"]}
     merged = _merge_launch_kwargs(cfg, kwargs)
     assert (
-        merged["executable_path"] == "/opt/chromium" and merged["headless"] is True and merged["slow_mo"] == 0
+        merged["executable_path"] == "/usr/lib/chromium/chromium"
+        and merged["headless"] is True
+        and merged["slow_mo"] == 0
     )
     assert merged["args"] == ["--window-size=500,800", "--no-sandbox", "--disable-sync"]
     assert kwargs["args"] == ["--window-size=500,800", "--no-sandbox"]  # the caller's list is untouched

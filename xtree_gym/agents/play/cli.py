@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from ...errors import ConfigError, require_extra
+from ...errors import ConfigError
 from ..run.validate import bounded_tokens, non_negative_float, timeout_seconds, unit_float
 
 DEFAULT_STEP_TIMEOUT_S = 300.0
@@ -59,8 +59,16 @@ def read_responses(path: str) -> list[str]:
 
 
 def _handler(args: argparse.Namespace) -> int:
-    if args.backend == "hf":  # the model backends import torch; scripted and oracle play without it
-        require_extra("train", ("torch", "transformers"), "xtree eval --backend hf")
+    from ...envs.needs import check_env
+
+    # every missing extra (the env's, the backend's) and setting (a data folder) in one message, first
+    feature, option = f"xtree eval {args.env_id}", "--env-arg data_dir=DIR"
+    flags = []
+    if args.backend in ("hf", "vllm") and not args.model:
+        fix = "pass --model smollm2, tiny-random or a folder"
+        flags.append(ConfigError(f"the {args.backend} backend needs --model", fix=fix))
+    env_args = parse_env_args(args.env_arg)
+    check_env(args.env_id, env_args, backend=args.backend, feature=feature, option=option, also=flags)
 
     sampling: dict[str, Any] = {"temperature": args.temperature, "top_p": args.top_p}
     # unset: the harness's own (its closing tag, the response length its protocol needs)

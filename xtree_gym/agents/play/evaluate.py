@@ -340,8 +340,13 @@ def evaluate(
     ``--env-arg`` values go to the env constructor, except ``task`` on ScienceWorld and MiniWoB,
     which keeps that one task of the fold.
     """
+    from ...envs.needs import check_env
+
     domain = env_domain(env_id)
     args = dict(env_args or {})
+    check_env(
+        env_id, args, backend=None if generator is not None else backend
+    )  # all that is missing, at once
     fold_name, specs = enumerate_fold(env_id, fold, tasks=tasks, seed=seed, env_args=args)
     if not specs:
         raise ConfigError(f"fold {fold_name!r} of {env_id} has no tasks left after the filters")
