@@ -227,10 +227,12 @@ def test_demo_output_is_the_same_every_run_and_shows_live_bonuses(sciworld_env) 
 def test_readme_snippet_actions_are_valid_at_seed_0(sciworld_jvm) -> None:
     import gymnasium as gym
 
+    import xtree_gym
     from xtree_gym import XTreeBonus
     from xtree_gym.demo import sample_corpus
     from xtree_gym.mining import mine
 
+    gym.register_envs(xtree_gym)  # as the snippet does: the test then passes alone, not only after others
     readme = (ROOT / "README.md").read_text()
     snippet = readme.split("```python", 1)[1].split("```", 1)[0]
     make = re.search(r'gym\.make\("XTree-ScienceWorld-v0", fold="(\w+)", step_limit=(\d+)\)', snippet)

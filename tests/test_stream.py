@@ -222,10 +222,14 @@ def test_xtree_mine_imports_neither_pyarrow_nor_gymnasium(tmp_path: Path) -> Non
     assert json.loads(out.read_text())["corpus"]["n_trajectories"] > 1000
 
 
-def test_envs_register_when_gymnasium_is_imported_after_xtree_gym() -> None:
+@pytest.mark.parametrize("probe_first", [False, True])
+def test_envs_register_when_gymnasium_is_imported_after_xtree_gym(probe_first: bool) -> None:
+    """``probe_first``: an extras check (``find_spec("gymnasium")``) runs before the import; it used to use up
+    the registration hook, so ``gym.make("XTree-...")`` then found no id."""
     pytest.importorskip("gymnasium")
+    probe = "import importlib.util\nassert importlib.util.find_spec('gymnasium')\n" if probe_first else ""
     code = (
-        "import sys, xtree_gym\nassert 'gymnasium' not in sys.modules\nimport gymnasium as gym\n"
+        f"import sys, xtree_gym\n{probe}assert 'gymnasium' not in sys.modules\nimport gymnasium as gym\n"
         "print('IDS', sum(k.startswith('XTree-') for k in gym.registry))"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)

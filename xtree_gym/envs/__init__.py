@@ -61,7 +61,8 @@ class _RegisterOnImport:
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         if name != "gymnasium":
             return None
-        sys.meta_path.remove(self)  # once; the real finders locate the package
+        # Stay in sys.meta_path until gymnasium really loads: ``importlib.util.find_spec("gymnasium")`` (an
+        # extras check) also lands here, and must not use up the hook without importing anything.
         spec = importlib.machinery.PathFinder.find_spec(name, path)
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
@@ -69,6 +70,8 @@ class _RegisterOnImport:
         run = loader.exec_module
 
         def exec_module(module: Any) -> None:
+            if self in sys.meta_path:
+                sys.meta_path.remove(self)  # once loaded, the hook's work is done
             run(module)
             sys.modules[name] = module  # register_envs imports it by name
             register_envs()
