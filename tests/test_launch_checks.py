@@ -115,3 +115,17 @@ def test_an_old_deepspeed_accelerate_config_given_to_config_gets_the_same_line(t
         "FSDP2 instead: accelerate launch --config_file xtree_gym/agents/accelerate/fsdp.yaml --num_processes N "
         "-m xtree_gym train ..."
     ]
+
+
+def test_any_accelerate_config_given_to_config_is_named_as_one(tmp_path) -> None:
+    ds_json = tmp_path / "ds.json"
+    ds_json.write_text('{"distributed_type": "DEEPSPEED", "num_processes": 2}', encoding="utf-8")
+    fsdp = ROOT / "xtree_gym" / "agents" / "accelerate" / "fsdp.yaml"
+    outs = [_xtree("--config", str(path), "-o", str(tmp_path / "run")) for path in (ds_json, fsdp)]
+    assert [p.returncode for p in outs] == [1, 1]
+    lines = [p.stderr.strip().splitlines() for p in outs]
+    assert [len(x) for x in lines] == [1, 1] and not any("Traceback" in p.stderr for p in outs)
+    assert "DeepSpeed is not supported: FSDP2 is the supported path" in lines[0][0]
+    assert "is an accelerate launcher config (distributed_type: FSDP), not a training config" in lines[1][0]
+    assert f"accelerate launch --config_file {fsdp}" in lines[1][0]
+    assert not (tmp_path / "run").exists()

@@ -11,6 +11,7 @@ finds nothing of it in its ``-o`` folder.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -49,14 +50,14 @@ def check_no_deepspeed(config: str | None) -> None:
     """
     if os.environ.get("ACCELERATE_USE_DEEPSPEED", "").strip().lower() in ("1", "true", "yes"):
         raise deepspeed_refusal("accelerate launch (distributed_type: DEEPSPEED)")
-    if not config or Path(config).suffix.lower() not in (".yaml", ".yml") or not Path(config).is_file():
+    if (
+        not config
+        or Path(config).suffix.lower() not in (".yaml", ".yml", ".json")
+        or not Path(config).is_file()
+    ):
         return
-    import yaml  # an accelerate config passed to --config: its first keys say so
-
-    try:
-        data = yaml.safe_load(Path(config).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return  # the config reader gives the one error for a file it cannot read
+    path = Path(config)
+    data = _read_mapping(path)  # an accelerate config passed to --config: its keys say so
     kind = str(data.get("distributed_type", "")).upper() if isinstance(data, dict) else ""
     if kind == "DEEPSPEED":
         raise deepspeed_refusal(config)
@@ -66,6 +67,21 @@ def check_no_deepspeed(config: str | None) -> None:
             where=config,
             fix=f"pass it to accelerate launch --config_file {config} -m xtree_gym train ... (not to --config)",
         )
+
+
+def _read_mapping(path: Path) -> Any:
+    """``path``'s JSON or YAML content; None when it cannot be read (the config reader then says why)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        if path.suffix.lower() == ".json":
+            return json.loads(text)
+        import yaml
+    except (OSError, UnicodeDecodeError, ValueError, ImportError):
+        return None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
 
 
 def check_world(cfg: Any) -> None:
