@@ -29,16 +29,24 @@ CHROMIUM_ENV_VAR = "XTREE_CHROMIUM"
 
 _CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
+QUIET_FEATURES_OFF: tuple[str, ...] = (
+    "NetworkTimeServiceQuerying",  # the network-time probe (clients2.google.com/time)
+    "OptimizationHints",  # page-load hints and models (optimizationguide-pa.googleapis.com)
+    "OptimizationHintsFetching",
+    "OptimizationGuideModelDownloading",
+    "OptimizationTargetPrediction",
+)
+"""Chromium features that phone home although ``--disable-background-networking`` is given (Chromium 156)."""
+
 QUIET_ARGS: tuple[str, ...] = (
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
     "--disable-quic",
     "--disable-domain-reliability",
-    # what the flags above leave on (Chromium 156): the network-time probe (clients2.google.com/time) ...
-    "--disable-features=NetworkTimeServiceQuerying",
-    # ... on-demand component checks (update.googleapis.com) and the start-up ListAccounts of the
-    # sign-in service (accounts.google.com): their servers are pointed at an address that is never dialled
+    "--disable-features=" + ",".join(QUIET_FEATURES_OFF),
+    # on-demand component checks (update.googleapis.com) and the start-up ListAccounts of the sign-in
+    # service (accounts.google.com) go on regardless: their servers are pointed at an address never dialled
     "--component-updater=url-source=http://0.0.0.0:0",
     "--gaia-url=http://0.0.0.0:0",
 )
