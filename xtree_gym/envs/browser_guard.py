@@ -24,6 +24,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
 import socket
@@ -131,6 +132,8 @@ def is_public_host(host: str, resolve: bool = True) -> bool:
         >>> [is_public_host(h, resolve=False) for h in ("127.0.0.1", "127.1", "2130706433", "[::1]",
         ...     "169.254.169.254", "10.0.0.7", "192.168.1.1", "0.0.0.0", "localhost", "8.8.8.8")]
         [False, False, False, False, False, False, False, False, False, True]
+        >>> [is_public_host(h, resolve=False) for h in ("[::7f00:1]", "[64:ff9b::a9fe:a9fe]", "192.0.0.8")]
+        [False, False, False]
     """
     host = host.lower().rstrip(".")
     if host == "localhost" or host.endswith(".localhost"):
@@ -143,7 +146,9 @@ def is_public_host(host: str, resolve: bool = True) -> bool:
         except (OSError, UnicodeError):
             return True  # no address: Chromium cannot reach it either
         addresses = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
-    return all(a.is_global and not a.is_multicast for a in addresses)
+    from .browser_proxy import is_public_address  # one judgment for the route guard and the proxy
+
+    return all(is_public_address(str(a)) for a in addresses)
 
 
 @dataclass(frozen=True)
@@ -296,22 +301,49 @@ def _is_page_navigation(request: Any) -> bool:
         return True
 
 
-def install_route_guard(context: Any, policy: NavigationPolicy, blocked: list[str] | None = None) -> None:
+def _abort_reason(request: Any, policy: NavigationPolicy) -> str:
+    """How a refused request fails. A navigation of a frame whose allowed document has loaded is
+    cancelled (``aborted``: Chromium commits no error page, so a page whose script submits a form or
+    sets ``location`` to a refused origin stays as it is -- its scripts' context is not destroyed under
+    an observation, and no "go back" reruns the script); anything else fails (``blockedbyclient``: an
+    error page). A navigation that starts while its document still loads gets the error page too: a
+    cancelled one would leave that document without its ``load`` event, and ``goto`` waiting for it."""
+    if not request.is_navigation_request():
+        return "blockedbyclient"
+    try:
+        frame = request.frame
+        loaded = "load" in frame._impl_obj._load_states  # Playwright's record of the frame's load events
+        url = frame.url
+    except Exception:  # no frame yet (a new tab's first navigation), or another Playwright
+        return "blockedbyclient"
+    keep = loaded and url not in ("", *BLANK_PAGES) and policy.allows(url)
+    return "aborted" if keep else "blockedbyclient"
+
+
+def install_route_guard(
+    context: Any, policy: NavigationPolicy, blocked: list[str] | None = None, loading: set[Any] | None = None
+) -> None:
     """Abort every request of ``context`` (all its pages, popups and frames) the policy refuses;
-    refused page navigations are appended to ``blocked`` when given (the step's action error)."""
+    refused page navigations are appended to ``blocked`` when given (the step's action error), and the
+    frames of the navigations let through are added to ``loading`` (see :func:`fence_unloaded_frames`)."""
 
     def guard(route: Any, request: Any) -> None:
         if policy.allows(request.url):
+            if loading is not None and request.is_navigation_request():
+                with contextlib.suppress(Exception):  # no frame yet: judged by its url once it loads
+                    loading.add(request.frame)
             route.continue_()
         else:
             if blocked is not None and _is_page_navigation(request):
                 blocked.append(request.url)
-            route.abort("blockedbyclient")
+            route.abort(_abort_reason(request, policy))
 
     context.route("**/*", guard)
 
 
-def guard_contexts(browser: Any, policy: NavigationPolicy, blocked: list[str] | None = None) -> None:
+def guard_contexts(
+    browser: Any, policy: NavigationPolicy, blocked: list[str] | None = None, loading: set[Any] | None = None
+) -> None:
     """Every context ``browser`` makes from now on blocks service workers (their fetches pass no
     route) and gets :func:`install_route_guard` first; a per-context ``proxy`` (which would take the
     context around the browser's filtering proxy) is dropped."""
@@ -321,10 +353,71 @@ def guard_contexts(browser: Any, policy: NavigationPolicy, blocked: list[str] | 
         kwargs.pop("proxy", None)
         kwargs["service_workers"] = "block"
         context = make_context(*args, **kwargs)
-        install_route_guard(context, policy, blocked)
+        install_route_guard(context, policy, blocked, loading)
         return context
 
     browser.new_context = new_context
+
+
+_FRAME_TARGET_JS = "e => e.src || e.data || ''"
+_BLANK_FRAME_JS = "e => { if (e.tagName === 'OBJECT') e.data = 'about:blank'; else e.src = 'about:blank'; }"
+LOADABLE_FRAME_SCHEMES = ("http", "https", "data", "blob")
+"""Schemes of a frame's ``src`` that Chromium loads (or the route guard answers) in a web page's frame."""
+
+
+def fence_unloaded_frames(
+    context: Any, loading: set[Any], policy: NavigationPolicy | None = None, *, settled: bool = True
+) -> list[str]:
+    """Send frames that hold no document and wait for no navigation we let through to ``about:blank``
+    (close such a tab); returns what each of them was asked to load.
+
+    Chromium refuses some loads of a web page itself, without a request the route guard could see: an
+    iframe of ``view-source:``, ``chrome://``, ``devtools://``, ``file://``, a bad ``blob:``, a new tab
+    of ``data:``. Such a frame never gets a document, and a script run in it -- BrowserGym's, in every
+    frame before each observation -- waits forever (until the step's deadline kills the browser).
+    ``loading`` holds the frames whose navigation the route guard let through (a slow allowed page is
+    no such frame); it is pruned of the frames that are gone. Before the pages ``settled`` (right
+    after an action, when a navigation may not have reached the route guard yet), only frames whose
+    ``src`` the ``policy`` refuses, with a scheme no web page's frame loads, are fenced.
+    """
+    fenced: list[str] = []
+    live: set[Any] = set()
+    for page in list(context.pages):
+        if page.is_closed():
+            continue
+        main = page.main_frame
+        if settled and main.url == "" and main not in loading:
+            fenced.append("a new tab that loaded nothing")
+            with contextlib.suppress(Exception):
+                page.close()
+            continue
+        for frame in page.frames:
+            live.add(frame)
+            if frame is main or frame.url or frame in loading or frame.is_detached():
+                continue
+            with contextlib.suppress(Exception):  # detached meanwhile: nothing left to wait for
+                element = frame.frame_element()
+                target = str(element.evaluate(_FRAME_TARGET_JS))
+                if settled or _never_loads(target, policy):
+                    element.evaluate(_BLANK_FRAME_JS)
+                    fenced.append(target or "a frame")
+    loading.intersection_update(live)
+    return fenced
+
+
+def _never_loads(target: str, policy: NavigationPolicy | None) -> bool:
+    """Whether a frame sent to ``target`` can never get a document: a scheme web pages cannot frame,
+    and refused by the policy (an allowed ``file://`` frame of a local task page does load).
+
+    Example:
+        >>> [_never_loads(u, NavigationPolicy()) for u in ("view-source:http://x/", "chrome://version",
+        ...     "file:///etc/hostname", "http://x/", "data:text/html,hi", "about:blank", "")]
+        [True, True, True, False, False, False, False]
+    """
+    scheme = target.split(":", 1)[0].lower() if ":" in target else ""
+    if not scheme or scheme in LOADABLE_FRAME_SCHEMES or target in BLANK_PAGES:
+        return False
+    return policy is None or not policy.allows(target)
 
 
 def is_missing_browser(exc: BaseException) -> bool:
@@ -338,3 +431,26 @@ def is_missing_browser(exc: BaseException) -> bool:
     """
     text = str(exc)
     return "Executable doesn't exist" in text or "executable doesn't exist" in text.lower()
+
+
+_NAVIGATION_RACES = (
+    "Execution context was destroyed",
+    "Frame was detached",
+    "Frame has been detached",
+    "Element is not attached to the DOM",
+    "Cannot find context with specified id",
+    "Frame with the given frameId is not found",
+)
+
+
+def is_navigation_race(exc: BaseException) -> bool:
+    """True when a Playwright call failed because its page navigated meanwhile (the browser is alive).
+
+    Example:
+        >>> is_navigation_race(RuntimeError("Frame.evaluate: Execution context was destroyed, most likely ..."))
+        True
+        >>> is_navigation_race(RuntimeError("Target page, context or browser has been closed"))
+        False
+    """
+    text = str(exc)
+    return any(marker in text for marker in _NAVIGATION_RACES)

@@ -29,13 +29,75 @@ CHROMIUM_ENV_VAR = "XTREE_CHROMIUM"
 
 _CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
+QUIET_FEATURES_OFF: tuple[str, ...] = (
+    "NetworkTimeServiceQuerying",  # the network-time probe (clients2.google.com/time)
+    "OptimizationHints",  # page-load hints and models (optimizationguide-pa.googleapis.com)
+    "OptimizationHintsFetching",
+    "OptimizationGuideModelDownloading",
+    "OptimizationTargetPrediction",
+)
+"""Chromium features that phone home although ``--disable-background-networking`` is given (Chromium 156)."""
+
 QUIET_ARGS: tuple[str, ...] = (
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
     "--disable-quic",
+    "--disable-domain-reliability",
+    "--disable-features=" + ",".join(QUIET_FEATURES_OFF),
+    # on-demand component checks (update.googleapis.com) and the start-up ListAccounts of the sign-in
+    # service (accounts.google.com) go on regardless: their servers are pointed at an address never dialled
+    "--component-updater=url-source=http://0.0.0.0:0",
+    "--gaia-url=http://0.0.0.0:0",
 )
-"""Flags that stop Chromium from phoning home (updates, sync, QUIC probes) during episodes."""
+"""Flags that stop Chromium from phoning home (updates, sync, sign-in, network time, QUIC probes), so that
+the filtering proxy's ``refused_requests`` lists what the pages asked for, not the browser's own traffic."""
+
+PLAYWRIGHT_DISABLED_FEATURES: tuple[str, ...] = (
+    "ImprovedCookieControls", "LazyFrameLoading", "GlobalMediaControls", "DestroyProfileOnBrowserClose",
+    "MediaRouter", "DialMediaRouteProvider", "AcceptCHFrame", "AutoExpandDetailsElement",
+    "CertificateTransparencyComponentUpdater", "AvoidUnnecessaryBeforeUnloadCheckSync", "Translate",
+    "HttpsUpgrades", "PaintHolding",
+)  # fmt: skip
+"""Playwright's own ``--disable-features`` (1.5x), kept when we pass ours: Chromium reads only the last
+``--disable-features`` flag, and Playwright puts its own before the caller's."""
+
+
+def playwright_disabled_features() -> tuple[str, ...]:
+    """:data:`PLAYWRIGHT_DISABLED_FEATURES` plus any the installed Playwright driver adds.
+
+    Example:
+        >>> "HttpsUpgrades" in playwright_disabled_features()
+        True
+    """
+    import re
+
+    names = list(PLAYWRIGHT_DISABLED_FEATURES)
+    try:
+        import playwright
+
+        js = Path(playwright.__file__).parent / "driver/package/lib/server/chromium/chromiumSwitches.js"
+        for value in re.findall(r"--disable-features=([\w,]+)", js.read_text(encoding="utf-8")):
+            names += value.split(",")
+    except (ImportError, OSError, UnicodeDecodeError):  # no driver file: the pinned copy
+        pass
+    return tuple(dict.fromkeys(n for n in names if n))
+
+
+def _merge_disabled_features(args: list[str]) -> list[str]:
+    """``args`` with every ``--disable-features`` flag (and Playwright's own list) merged into one, last.
+
+    Example:
+        >>> out = _merge_disabled_features(["--a", "--disable-features=X", "--disable-features=Y,X"])
+        >>> out[0], out[-1].startswith("--disable-features="), out[-1].endswith(",X,Y")
+        ('--a', True, True)
+    """
+    prefix = "--disable-features="
+    given = [n for a in args if a.startswith(prefix) for n in a[len(prefix) :].split(",") if n]
+    if not given:
+        return args
+    merged = dict.fromkeys([*playwright_disabled_features(), *given])
+    return [a for a in args if not a.startswith(prefix)] + [prefix + ",".join(merged)]
 
 
 def find_chromium() -> str | None:
@@ -143,7 +205,7 @@ def _merge_launch_kwargs(
         merged["executable_path"] = config.executable_path
     merged["headless"] = config.headless
     args = list(merged.get("args") or [])
-    args += [a for a in config.launch_args() if a not in args]
+    args = _merge_disabled_features(args + [a for a in config.launch_args() if a not in args])
     if forced:
         merged.pop("proxy", None)
         names = {f.split("=", 1)[0] for f in forced} | _PROXY_FLAGS

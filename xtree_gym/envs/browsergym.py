@@ -53,8 +53,10 @@ from .browser_guard import (
     NavigationPolicy,
     blocked_url,
     check_guard_options,
+    fence_unloaded_frames,
     guard_contexts,
     is_missing_browser,
+    is_navigation_race,
     make_action_set,
     origin_of,
     parse_browsergym_calls,
@@ -81,6 +83,9 @@ WEBARENA_ENV_VARS = (
     "WA_HOMEPAGE",
 )
 WEBARENA_N_TASKS = 812
+OBSERVE_TRIES = 3
+"""Reads of a page that navigates meanwhile (a script that submits a form to a refused origin, say)
+before the step ends as a browser fault; BrowserGym retries some such errors itself, not all."""
 _log = logging.getLogger(__name__)
 
 
@@ -197,6 +202,7 @@ class _BrowserGymEnv(_EnvBase):  # type: ignore[misc]
         """Where the agent's pages may come from; set on each reset from the task's start page."""
         self._fault: str | None = None  # why the browser died this episode (None: it is alive)
         self._blocked: list[str] = []  # URLs the route guard refused during the current step
+        self._loading: set[Any] = set()  # frames whose navigation the route guard let through
         self._proxy: FilteringProxy | None = None  # the filtering proxy the browsers go through
         self._done = False
 
@@ -291,6 +297,7 @@ class _BrowserGymEnv(_EnvBase):  # type: ignore[misc]
         """Build the BrowserGym env if needed, reset it, then fence its pages in."""
         if self._env is None:
             self._env = self._build()
+            self._fence_observations(self._env)
         policy = self.policy = self._navigation_policy()
         if self._proxy is None:
             self._proxy = FilteringProxy(policy)
@@ -304,7 +311,7 @@ class _BrowserGymEnv(_EnvBase):  # type: ignore[misc]
                 ),
                 patched_chromium_launch(
                     self.launch,
-                    on_first_browser=lambda b: guard_contexts(b, policy, blocked),
+                    on_first_browser=lambda b: guard_contexts(b, policy, blocked, self._loading),
                     forced_args=self._proxy.launch_args(),
                 ),
             ):
@@ -319,6 +326,43 @@ class _BrowserGymEnv(_EnvBase):  # type: ignore[misc]
                 ) from None
             raise
         return obs, bg_info
+
+    def _fence_observations(self, env: Any) -> None:
+        """Make BrowserGym fence frames that never load (:func:`fence_unloaded_frames`) after it waits for
+        the pages and before it reads them: its task check and its observation run scripts in every frame."""
+        wait_dom_loaded, get_obs = env._wait_dom_loaded, env._get_obs
+
+        def fence(settled: bool) -> None:
+            context = getattr(env, "context", None)
+            if context is None:
+                return
+            fenced = fence_unloaded_frames(context, self._loading, self.policy, settled=settled)
+            if fenced:
+                _log.info("%s: sent frames that never loaded to about:blank: %s", self.feature, fenced)
+                env._active_page_check()  # a closed tab may have been the active one
+
+        def wait_then_fence() -> None:
+            fence(settled=False)  # before BrowserGym waits up to 3 s for each frame that never loads
+            wait_dom_loaded()
+            fence(settled=True)
+
+        def fence_then_observe() -> Any:
+            for tries_left in reversed(range(OBSERVE_TRIES)):
+                fence(settled=True)
+                try:
+                    return get_obs()
+                except Exception as exc:
+                    if not tries_left or not is_navigation_race(exc):
+                        raise
+                    _log.info(
+                        "%s: the page navigated while it was read (%s); reading it again", self.feature, exc
+                    )
+                    with contextlib.suppress(Exception):  # a refused navigation's error page loads at once
+                        env.page.wait_for_load_state("load", timeout=2000)
+            raise AssertionError("unreachable")  # pragma: no cover
+
+        env._wait_dom_loaded = wait_then_fence
+        env._get_obs = fence_then_observe
 
     def element_context(self, obs: Mapping[str, Any], bid: str | None) -> dict[str, Any] | None:
         """The addressed element as the canonicalizer sees it: AX ``role``/``name`` plus DOM facts.
@@ -458,6 +502,7 @@ class _BrowserGymEnv(_EnvBase):  # type: ignore[misc]
         frozen browser is killed first, and the closing itself runs under the step deadline)."""
         env, self._env = self._env, None
         self._obs = None
+        self._loading.clear()  # frames of the browsers about to go
         proxy, self._proxy = self._proxy, None
         if env is None:
             if proxy is not None:
