@@ -9,6 +9,7 @@ FIFOs and symlinks, tiny-random weights, the Countdown env with scripted replies
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import stat
@@ -107,7 +108,7 @@ def test_a_refused_run_keeps_an_existing_folder_and_its_old_lock_text(
 
     run = tmp_path / "run"
     run.mkdir()
-    (run / RUN_LOCK).write_text("xtree train rlvr (pid 999999999 on elsewhere, started 2020-01-01)\n")
+    (run / RUN_LOCK).write_bytes(b"xtree train rlvr (pid 999999999 on elsewhere, started 2020-01-01) \xff\n")
     before = tree_state(tmp_path)
     assert main([*RLVR, "--env", "XTree-Nope-v0", "-o", str(run)]) == 1
     assert "unknown env id" in one_error(capsys)
@@ -286,3 +287,18 @@ def test_a_resumed_training_run_refuses_a_link_planted_in_its_folder(
     assert main([*argv, "--tensorboard"] if name == "tb" else argv) == 1
     assert f"{str(planted)!r} is a link" in one_error(capsys)
     assert tree_state(other) == before and planted.is_symlink()
+
+
+@pytest.mark.jvm
+def test_demo_refuses_a_link_planted_in_its_output_folder(sciworld_env, tmp_path: Path) -> None:
+    from xtree_gym.demo import run_demo
+    from xtree_gym.errors import ConfigError
+
+    target = _other_run(tmp_path)
+    out = tmp_path / "demo"
+    out.mkdir()
+    os.symlink(target, out / "tree.json")
+    before = target.read_bytes()
+    with pytest.raises(ConfigError, match=r"tree.json' is a link .* \(--out\)"):
+        run_demo(tasks=["find-animal"], env=sciworld_env, out=str(out), stream=io.StringIO())
+    assert target.read_bytes() == before

@@ -40,6 +40,18 @@ def make_output_folder(folder: str | os.PathLike[str], *, option: str = "-o") ->
         xtree_gym.errors.ConfigError: output folder '...loop' (-o) is a link that loops (...) -- fix: ...
     """
     p = Path(folder)
+    made: list[Path] = []
+    for _ in range(100):  # a folder on the way removed meanwhile (a refused run taking back its own): again
+        made += _make_missing(p, option)
+        if p.is_dir():
+            return made
+        if _first_non_folder(p) is not None:
+            break
+    raise _folder_error(p, p, option, None)
+
+
+def _make_missing(p: Path, option: str) -> list[Path]:
+    """Make the missing folders on the way to ``p``; returns those this call made, outermost first."""
     missing: list[Path] = []
     for q in (p, *p.parents):
         if os.path.lexists(q) or str(q) in ("", "."):
@@ -52,10 +64,10 @@ def make_output_folder(folder: str | os.PathLike[str], *, option: str = "-o") ->
             made.append(q)
         except FileExistsError:  # made meanwhile by another writer: not ours to remove
             pass
+        except FileNotFoundError:  # its parent was removed meanwhile
+            return made
         except OSError as exc:
             raise _folder_error(q, p, option, exc) from None
-    if not p.is_dir():
-        raise _folder_error(p, p, option, None)
     return made
 
 

@@ -65,11 +65,13 @@ class Held:
         folder as it found it)."""
         if self._fh is None:
             return
-        self._write(holder_text(self._what) + "\n")
+        self.rewrite(holder_text(self._what) + "\n")
         self.announced = True
 
-    def _write(self, text: str) -> None:
-        assert self._fh is not None
+    def rewrite(self, text: str) -> None:
+        """Make ``text`` the whole of the lock file (a no-op without a lock)."""
+        if self._fh is None:
+            return
         self._fh.seek(0)
         self._fh.truncate()  # a dead holder's text goes: the lock is ours now
         self._fh.write(text)
@@ -96,9 +98,8 @@ def folder_lock(
         return
     folder = Path(out)
     made, fd, created = _take(folder, name, what)
-    with os.fdopen(fd, "a+", encoding="utf-8") as fh:
-        fh.seek(0)
-        old_text = fh.read()
+    old = os.pread(fd, 1 << 16, 0)  # the text to put back if the block is refused (byte for byte)
+    with os.fdopen(fd, "a+", encoding="utf-8", errors="replace") as fh:
         entries = set(os.listdir(folder))
         held = Held(fh, what)
         try:
@@ -110,7 +111,10 @@ def folder_lock(
             if created:
                 _unlink_if_same(folder / name, fd)
             elif held.announced:
-                held._write(old_text)
+                with suppress(OSError):
+                    fh.flush()
+                    os.ftruncate(fd, 0)
+                    os.pwrite(fd, old, 0)
             _remove_folders(made)
             raise
 
