@@ -37,7 +37,7 @@ def make_output_folder(folder: str | os.PathLike[str], *, option: str = "-o") ->
         >>> os.symlink("loop", d / "loop")
         >>> make_output_folder(d / "loop")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
-        xtree_gym.errors.ConfigError: output folder '...loop' (-o) is a link that loops (...) -- fix: ...
+        xtree_gym.errors.ConfigError: cannot write into output folder '...loop' (-o): it is a link that loops (...) -- fix: ...
     """
     p = Path(folder)
     made: list[Path] = []
@@ -80,11 +80,12 @@ def _folder_error(where: Path, folder: Path, option: str, exc: OSError | None) -
             exc.errno, exc.strerror, str(where)
         )  # permission, read-only, disk full: as the OS says
     fix = f"pass a folder with {option} (it is created if missing)"
+    head = f"cannot write into output folder {str(folder)!r} ({option}): it"
     bad = _first_non_folder(folder)
     if bad is None:  # gone again meanwhile
-        return ConfigError(f"output folder {str(folder)!r} ({option}) could not be made", fix=fix)
+        return ConfigError(f"{head} could not be made", fix=fix)
     if bad == folder and not os.path.islink(bad):
-        return ConfigError(f"output folder {str(folder)!r} ({option}) is a file", fix=fix)
+        return ConfigError(f"{head} is a file", fix=fix)
     if os.path.islink(bad):
         why = (
             "loops (too many levels of symbolic links)"
@@ -96,7 +97,7 @@ def _folder_error(where: Path, folder: Path, option: str, exc: OSError | None) -
         what = f"is a link that {why}" if bad == folder else f"lies under {str(bad)!r}, a link that {why}"
     else:
         what = f"lies under {str(bad)!r}, which is a file"
-    return ConfigError(f"output folder {str(folder)!r} ({option}) {what}", fix=fix)
+    return ConfigError(f"{head} {what}", fix=fix)
 
 
 def _first_non_folder(folder: Path) -> Path | None:
@@ -185,14 +186,14 @@ def planted_link(path: str | os.PathLike[str], folder: str | os.PathLike[str]) -
 
 def _relative(path: Path, folder: Path) -> tuple[Path, tuple[str, ...]] | None:
     """``(base, parts)``: ``path`` is ``base/parts...`` with ``base`` the folder (as written, or resolved)."""
-    for base, target in (
-        (Path(os.path.abspath(folder)), Path(os.path.abspath(path))),
-        (Path(os.path.realpath(folder)), Path(os.path.realpath(path.parent)) / path.name),
+    for base, shown, target in (
+        (Path(os.path.abspath(folder)), folder, Path(os.path.abspath(path))),
+        (Path(os.path.realpath(folder)), None, Path(os.path.realpath(path.parent)) / path.name),
     ):
         try:
             parts = target.relative_to(base).parts
         except ValueError:
             continue
         if parts and ".." not in parts:
-            return base, parts
+            return shown or base, parts
     return None
