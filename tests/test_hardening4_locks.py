@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import socket
 import stat
 import subprocess
 import sys
@@ -129,6 +130,7 @@ def test_a_run_refused_for_an_unknown_model_id_leaves_no_folder(
 # -- item 2: odd lock files and folders are one error naming the path -----------------------------------
 def test_a_fifo_lock_file_is_one_error_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from xtree_gym.agents.run.lock import EVAL_LOCK, RUN_LOCK, folder_lock
+    from xtree_gym.errors import ConfigError
 
     ff = tmp_path / "ff"
     ff.mkdir()
@@ -139,9 +141,15 @@ def test_a_fifo_lock_file_is_one_error_naming_it(tmp_path: Path, capsys: pytest.
     assert f"the lock file {str(ff / RUN_LOCK)!r} is a FIFO, not a regular file" in err, err
     assert tree_state(tmp_path) == before
     (ff / EVAL_LOCK).mkdir()  # a folder where the eval lock goes
-    with pytest.raises(Exception, match="is a folder, not a file") as info, folder_lock(ff):
+    with pytest.raises(ConfigError, match="is a folder, not a file") as info, folder_lock(ff):
         pass
     assert str(ff / EVAL_LOCK) in str(info.value)
+    sk = tmp_path / "sk"
+    sk.mkdir()
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(sk / RUN_LOCK))
+        with pytest.raises(ConfigError, match="is a socket, not a file"), folder_lock(sk, name=RUN_LOCK):
+            pass
 
 
 def test_a_looping_output_folder_is_one_error_naming_it(

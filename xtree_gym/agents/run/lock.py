@@ -3,7 +3,9 @@
 The lock is ``flock`` on a small file in the folder (``.eval.lock`` for evaluations, ``.run.lock`` for
 training runs). The kernel releases it when the holder exits, even on ``kill -9``, so a lock left by a
 dead process is simply taken over; the file's text (pid, host, start time) only serves to name the
-holder when a second writer is refused.
+holder when a second writer is refused. A writer refused before it made its work (:data:`RESULTS`) takes
+back what it made (files, the lock file, new folders), so a refused run leaves the folder as it was; a
+holder that finds its lock file removed under it takes the new one, so two writers never hold one folder.
 
 Example:
     >>> import tempfile, pathlib
@@ -167,6 +169,8 @@ def _open_lock(path: Path) -> tuple[int, bool]:
                               fix="remove that link, or use another -o folder") from None  # fmt: skip
         if exc.errno == errno.EISDIR:
             raise ConfigError(f"the lock file {str(path)!r} is a folder, not a file", fix=fix) from None
+        if exc.errno == errno.ENXIO:  # a socket (or a device without a driver) cannot be opened
+            raise ConfigError(f"the lock file {str(path)!r} is a socket, not a file", fix=fix) from None
         raise
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
