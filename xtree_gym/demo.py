@@ -279,12 +279,14 @@ def run_demo(
             if own:
                 env.close()
     if out:
+        from .corpus.outfolder import make_output_folder, output_folder
         from .corpus.records import write_corpus
 
         d = Path(out)
-        d.mkdir(parents=True, exist_ok=True)
-        write_corpus(d / "corpus.jsonl", trajectories)
-        tree.save(d / "tree.json")
+        with output_folder(d, option="--out"):  # a link found where a file goes is refused
+            make_output_folder(d, option="--out")
+            write_corpus(d / "corpus.jsonl", trajectories)
+            tree.save(d / "tree.json")
         say(f"\nwrote {d / 'corpus.jsonl'} and {d / 'tree.json'}")
     return {"trajectories": trajectories, "tree": tree, "episode": episode, "live": live}
 

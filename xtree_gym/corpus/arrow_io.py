@@ -17,10 +17,10 @@ import json
 import os
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
-from pathlib import Path
 from typing import Any
 
 from ..errors import CorpusError, missing_dependency
+from .io import output_target
 
 _STEP_KEYS = ("action", "observation", "thought", "token", "slots")
 _TRAJ_KEYS = ("id", "env", "task", "goal", "success", "reward", "steps")
@@ -120,7 +120,7 @@ def write_parquet(path: str | os.PathLike[str], records: Iterable[Mapping[str, A
     """
     pa = pyarrow()
     schema = corpus_schema()
-    target = Path(path)
+    target = output_target(path)  # the rules of every writer: never an input, never a link planted in a run
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)

@@ -18,6 +18,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar, cast
 
+from .outfolder import refuse_planted_link
+
 if TYPE_CHECKING:
     from ..errors import XTreeError
 
@@ -78,7 +80,8 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[st
 def output_target(path: str | os.PathLike[str]) -> Path:
     """The file a write to ``path`` changes: a symlink is followed (the link stays, its target is written).
 
-    A socket or a block device is refused with one :class:`~xtree_gym.errors.ConfigError`; a
+    Not in an output folder being written (:func:`~xtree_gym.corpus.outfolder.output_folder`): there a
+    link where xtree writes one of its own files is refused, never followed. A socket or a block device is refused with one :class:`~xtree_gym.errors.ConfigError`; a
     character device (``/dev/null``) or a FIFO is returned as is and written to in place, never
     replaced by a rename (a temp + rename would turn ``-o /dev/null`` into a regular file).
 
@@ -92,8 +95,9 @@ def output_target(path: str | os.PathLike[str]) -> Path:
         >>> atomic_write_bytes("/dev/null", b"gone"); stat.S_ISCHR(os.stat("/dev/null").st_mode)
         True
     """
-    target = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
     _refuse_protected(path)
+    refuse_planted_link(path)
+    target = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
     try:
         mode = os.stat(target).st_mode
     except OSError:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..corpus.io import atomic_write_bytes
+from ..corpus.outfolder import make_output_folder, output_folder
 from ..errors import missing_dependency
 from .layout import hierarchy_layout, hsl_to_rgb, node_hue, pick_trajectories, tiled_cells
 from .stats import CorpusUsage
@@ -158,7 +159,10 @@ def _rect(x: float, y: float, w: float, h: float, face: Any) -> Any:
 def write_figures(
     tree: Any, out_dir: str | os.PathLike[str], usage: CorpusUsage | None = None, max_trajectories: int = 4
 ) -> list[Path]:
-    """Write every figure into ``out_dir``; returns the paths written, in a fixed order."""
+    """Write every figure into ``out_dir``; returns the paths written, in a fixed order.
+
+    A link found where a figure goes is refused, never written through (:func:`output_folder`).
+    """
     out = Path(out_dir)
     figs: list[tuple[str, Any]] = [
         ("depth_histogram.png", _histogram([n.depth for n in tree.nodes], "nodes per depth", "depth")),
@@ -175,7 +179,9 @@ def write_figures(
         for k, i in enumerate(pick_trajectories(usage, tree, max_trajectories)):
             figs.append((f"tiling_{k}.png", tiling_figure(tree, usage, i)))
     written = []
-    for name, fig in figs:
-        save_png(fig, out / name)
-        written.append(out / name)
+    with output_folder(out):
+        make_output_folder(out)
+        for name, fig in figs:
+            save_png(fig, out / name)
+            written.append(out / name)
     return written

@@ -77,6 +77,7 @@ def add_train_command(
     def _cmd(args: argparse.Namespace) -> int:
         require_extra("train", TRAIN_PACKAGES, f"xtree train {name}")
         from ...corpus.io import protect_inputs
+        from ...corpus.outfolder import output_folder
         from ..run.launch import check_no_deepspeed, check_world
         from ..run.lock import RUN_LOCK, folder_lock, is_main_rank
         from ..run.runfolder import checkpointless_run, prepare_run_folder
@@ -103,7 +104,10 @@ def add_train_command(
                 )
             prepare_run_folder(cfg.output_dir, resume=cfg.resume, overwrite=args.overwrite or again)
             held.announce()  # only now: a refused run leaves the folder, its lock file included, as it was
-            with protect_inputs(input_files(cfg), option="-o (a link in the run folder)"):
+            with (
+                protect_inputs(input_files(cfg), option="-o (a link in the run folder)"),
+                output_folder(folder),
+            ):
                 return run(cfg)
 
     p.set_defaults(func=_cmd)

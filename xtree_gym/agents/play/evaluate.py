@@ -28,6 +28,7 @@ from typing import Any
 
 from ...corpus import io as _io
 from ...corpus.io import atomic_write_text, fit_json_line, loads_strict, output_target
+from ...corpus.outfolder import output_folder
 from ...errors import ConfigError, CorpusError
 from ..run.lock import folder_lock
 from ..types import Episode, TaskSpec
@@ -369,7 +370,7 @@ def evaluate(
         "step_timeout": step_timeout, "episode_timeout": episode_timeout,
     }  # fmt: skip
     out = Path(output_dir) if output_dir is not None else None
-    with folder_lock(out):
+    with folder_lock(out), output_folder(out):  # a link found where a file goes is refused
         kept, todo = _resume(out, config, specs, n) if out is not None else ([], specs)
         if backend in ("hf", "vllm") and todo:
             import sys

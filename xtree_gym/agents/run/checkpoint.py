@@ -28,6 +28,7 @@ from typing import Any
 import torch
 
 from ...corpus.io import atomic_write_text
+from ...corpus.outfolder import refuse_planted_link
 from ...errors import ConfigError
 from .runfolder import checkpoints_by_step, sweep_checkpoint_temps
 
@@ -130,6 +131,7 @@ def save_checkpoint(
         (tmp / STATE_FILE).write_text(
             json.dumps(body, indent=1, default=_json_default) + "\n", encoding="utf-8"
         )
+        refuse_planted_link(final)  # never replace or empty a folder through a link planted in the run
         if final.exists():
             shutil.rmtree(final)
         os.replace(tmp, final)

@@ -86,6 +86,9 @@ class MetricsWriter:
 
 
 def _tensorboard_writer(folder: Path) -> Any:
+    from ...corpus.outfolder import refuse_planted_link
+
+    refuse_planted_link(folder)  # a link planted as RUN/tb would take the event files elsewhere
     try:
         import tensorboard  # noqa: F401  (SummaryWriter needs the package, not just torch)
         from torch.utils.tensorboard import SummaryWriter

@@ -86,19 +86,23 @@ def plot_runs(runs: Sequence[str | Path], output: str | Path) -> list[Path]:
     """Write ``learning_curves.png`` and ``lambda_vs_win_rate.png`` into ``output``.
 
     A PNG path in ``output`` that is (a link to) a run's ``metrics.jsonl`` or ``config.json`` is refused
-    before anything is written (:func:`~xtree_gym.corpus.io.protect_inputs`).
+    before anything is written (:func:`~xtree_gym.corpus.io.protect_inputs`), and so is a link to any
+    other file (:func:`~xtree_gym.corpus.outfolder.output_folder`).
     """
     from ...corpus.io import protect_inputs
+    from ...corpus.outfolder import output_folder
 
     inputs = [Path(r) / name for r in runs for name in ("metrics.jsonl", "config.json")]
-    with protect_inputs(inputs):
+    with protect_inputs(inputs), output_folder(output):
         return _plot_runs(runs, output)
 
 
 def _plot_runs(runs: Sequence[str | Path], output: str | Path) -> list[Path]:
+    from ...corpus.outfolder import make_output_folder
+
     plt = _pyplot()
     out = Path(output)
-    out.mkdir(parents=True, exist_ok=True)
+    make_output_folder(out)
     data = {Path(r).name or str(r): _checked(read_metrics(r), r) for r in runs}
     shaping = {Path(r).name or str(r): _shaping(r) for r in runs}
     keys = [k for k in CURVES if any(series(lines, k)[0] for lines in data.values())]

@@ -90,7 +90,11 @@ class Trackers:
             return
         from accelerate.tracking import LOGGER_TYPE_TO_CLASS
 
+        from ...corpus.outfolder import refuse_planted_link
+
         run = Path(run_dir)
+        for sub in ("tb", "mlruns"):  # the trackers' folders in the run: never through a planted link
+            refuse_planted_link(run / sub)
         for name in self.names:
             cls = LOGGER_TYPE_TO_CLASS[name]
             if name == "tensorboard":
