@@ -95,6 +95,7 @@ def _rank(rank: int, world: int, port: int, folder: str, out: str, lora: bool) -
             "bytes": readers[0].bytes_read,
             "local": {n: [p.numel(), p.to_local().numel()] for n, p in base.named_parameters()},
             "tied": base.lm_head.weight is base.model.embed_tokens.weight,
+            "trainable": sorted(n for n, p in model.named_parameters() if p.requires_grad),
             "inv_freq": base.model.rotary_emb.inv_freq.tolist(),
             "original_inv_freq": base.model.rotary_emb.original_inv_freq.tolist(),
         }
@@ -163,7 +164,10 @@ def test_two_ranks_read_only_their_rows_and_hold_the_checkpoints_values(tmp_path
         assert torch.equal(got[key], file[name]), name
     assert lora == any("lora_A" in k and got[k].abs().sum() > 0 for k in got)  # seeded adapters, not zeros
     inner = whole.get_base_model() if lora else whole
+    trainable = sorted(n for n, p in whole.named_parameters() if p.requires_grad)
+    assert len(trainable) == (3 * 7 * 2 if lora else len(file))  # the adapters only, or every tensor
     for r in ranks:
+        assert r["trainable"] == trainable  # LoRA's frozen base stays frozen
         assert r["tied"]
         assert r["inv_freq"] == inner.model.rotary_emb.inv_freq.tolist()
         assert r["original_inv_freq"] == r["inv_freq"]

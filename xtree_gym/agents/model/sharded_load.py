@@ -250,6 +250,9 @@ def cpu_stand_ins(model: Any) -> Iterator[None]:
         yield
     finally:
         for mod, w in saved:  # the same Parameter objects: tied weights stay tied
+            stand_in = mod._parameters.get("weight")
+            if stand_in is not None:  # PEFT froze the stand-in: the weight it stood for is frozen too
+                w.requires_grad_(stand_in.requires_grad)
             mod._parameters["weight"] = w
 
 
