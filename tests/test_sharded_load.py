@@ -171,3 +171,34 @@ def test_two_ranks_read_only_their_rows_and_hold_the_checkpoints_values(tmp_path
         assert r["tied"]
         assert r["inv_freq"] == inner.model.rotary_emb.inv_freq.tolist()
         assert r["original_inv_freq"] == r["inv_freq"]
+
+
+def test_what_cannot_be_read_in_slices_loads_whole_and_a_truncated_file_is_one_error(tmp_path: Path) -> None:
+    """tiny-random and hub ids take the whole-model path; so does a checkpoint naming tensors otherwise."""
+    from xtree_gym.agents.model.sharded_load import load_sharded, sliced_source
+    from xtree_gym.errors import ConfigError
+
+    assert sliced_source("tiny-random") is None
+    assert sliced_source("Qwen/Qwen2.5-0.5B-Instruct") is None
+    folder = tmp_path / "model"
+    write_folder(folder, hidden=32, layers=1)
+    assert sliced_source(str(folder)) == folder
+    weights = load_file(str(folder / "model.safetensors"))
+    save_file({f"transformer.{k}": v for k, v in weights.items()}, str(folder / "model.safetensors"))
+
+    def no_shard(model: object) -> None:
+        raise AssertionError("a checkpoint with other names must not be sharded here")
+
+    got = load_sharded(
+        str(folder), device="cpu", dtype=torch.float32, attn=None, adapt=lambda m: m, shard=no_shard
+    )
+    assert got is None
+    reader = SliceReader(folder)  # the header is read now; the file is cut inside the last tensor's first row
+    name = max(reader.entries, key=lambda n: reader.entries[n].end)
+    data = (folder / "model.safetensors").read_bytes()
+    (folder / "model.safetensors").write_bytes(data[: reader.entries[name].start + 2])
+    with pytest.raises(ConfigError, match="ends inside tensor"):
+        reader.rows(name, 0, 1)
+    (folder / "model.safetensors").write_bytes(b"\x05")
+    with pytest.raises(ConfigError, match="cannot read the safetensors header"):
+        SliceReader(folder)
