@@ -32,7 +32,7 @@ from safetensors.torch import load_file  # noqa: E402
 
 ROOT = Path(__file__).parents[1]
 FSDP_YAML = ROOT / "xtree_gym" / "agents" / "accelerate" / "fsdp.yaml"
-ARGS = ["--env", "XTree-Countdown-v0", "--harness", "countdown", "--model", "tiny-random",
+ARGS = ["--env", "XTree-Countdown-v0", "--harness", "countdown",
         "--tasks-per-step", "2", "--n", "2", "--max-steps", "2", "--max-new-tokens", "8", "--lr", "1e-2",
         "--kl-coef", "0.05", "--oracle-mix", "0.5", "--no-tensorboard", "--keep-checkpoints", "0",
         "--export-every", "1"]  # fmt: skip
@@ -56,9 +56,17 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def train(out: Path, *, world: int, kind: str = "fsdp", steps: int = 3, extra: tuple[str, ...] = ()) -> None:
-    """``xtree train rlvr`` into ``out`` with 1 process, or 2 under FSDP / DDP (the documented launch lines)."""
-    args = ["-m", "xtree_gym", "train", "rlvr", *ARGS, "--steps", str(steps), "-o", str(out), *extra]
+def train(
+    out: Path, *, world: int, kind: str = "fsdp", steps: int = 3, extra: tuple[str, ...] = (),
+    model: str = "tiny-random",
+) -> None:  # fmt: skip
+    """``xtree train rlvr`` into ``out`` with 1 process, or 2 under FSDP / DDP (the documented launch lines).
+
+    ``model``: ``tiny-random`` (built in-process: every rank builds it whole, then shards it) or a folder
+    (:func:`model_folder`: under FSDP each rank reads only its rows of the safetensors).
+    """
+    args = ["-m", "xtree_gym", "train", "rlvr", *ARGS, "--model", model, "--steps", str(steps), "-o", str(out),
+            *extra]  # fmt: skip
     if world == 1:  # in this process (what `python -m xtree_gym` runs), to keep the quick case quick
         from xtree_gym.cli import main
 
@@ -74,6 +82,16 @@ def train(out: Path, *, world: int, kind: str = "fsdp", steps: int = 3, extra: t
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "XTREE_PROGRESS": "0"}
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=str(ROOT))
     assert proc.returncode == 0, proc.stderr[-4000:]
+
+
+def model_folder(folder: Path) -> str:
+    """``tiny-random`` (seed 0) saved as a Hugging Face folder: the same model, loaded from safetensors."""
+    from xtree_gym.agents.model.loading import tiny_random
+
+    model, tok = tiny_random(seed=0)
+    model.save_pretrained(str(folder))
+    tok.save_pretrained(str(folder))
+    return str(folder)
 
 
 def weights(run: Path, step: int) -> dict[str, torch.Tensor]:
@@ -131,10 +149,14 @@ def parallel(run: Path) -> dict:
 
 
 def test_fsdp_launch_line_shards_and_matches_one_process(tmp_path: Path) -> None:
-    """The quick case: full fine-tuning, 2 steps, 1 process vs the FSDP launch line with 2 processes."""
+    """The quick case: full fine-tuning, 2 steps, 1 process vs the FSDP launch line with 2 processes.
+
+    The model is a folder, so the FSDP ranks build it on the meta device and read only their rows.
+    """
     one, two = tmp_path / "one", tmp_path / "fsdp"
-    train(one, world=1, steps=2)
-    train(two, world=2, steps=2)
+    folder = model_folder(tmp_path / "model")
+    train(one, world=1, steps=2, model=folder)
+    train(two, world=2, steps=2, model=folder)
     count = model_tensor_count(lora=False)
     for step in (1, 2):
         assert_same_weights(weights(one, step), weights(two, step), count)
@@ -184,13 +206,16 @@ def test_one_vs_fsdp_vs_ddp_three_steps_and_resume_across_world_sizes(tmp_path: 
     """1 process vs 2 FSDP vs 2 DDP, 3 steps; FSDP step 2 resumed at world 1 and the 1-process one at world 2.
 
     Full fine-tuning also distils from an EMA teacher (OPSD), so the teacher is sharded, updated and
-    checkpointed too; LoRA keeps the reference as the base with the adapters off.
+    checkpointed too; LoRA keeps the reference as the base with the adapters off. LoRA loads a folder
+    (FSDP ranks read only their rows; the adapters are seeded as one process seeds them), full
+    fine-tuning ``tiny-random`` (every rank builds it whole, then shards it: the other path).
     """
+    model = model_folder(tmp_path / "model") if lora else "tiny-random"
     ema = ("--opsd", "empty", "--opsd-teacher", "ema", "--opsd-c", "0.1", "--opsd-ema", "0.5")
     extra = ("--lora-r", "4", "--lora-alpha", "8") if lora else ema
     runs = {"one": (1, "none"), "fsdp": (2, "fsdp"), "ddp": (2, "ddp")}
     for name, (world, kind) in runs.items():
-        train(tmp_path / name, world=world, kind=kind, extra=extra)
+        train(tmp_path / name, world=world, kind=kind, extra=extra, model=model)
         assert parallel(tmp_path / name)["kind"] == kind
     count = model_tensor_count(lora)
     one = tmp_path / "one"
@@ -207,7 +232,7 @@ def test_one_vs_fsdp_vs_ddp_three_steps_and_resume_across_world_sizes(tmp_path: 
         shutil.copytree(tmp_path / src, copy)
         shutil.rmtree(copy / "checkpoint-000003")
         (copy / "latest.json").write_text(json.dumps({"checkpoint": "checkpoint-000002", "step": 2}))
-        train(copy, world=world, extra=(*extra, "--resume", str(copy / "checkpoint-000002")))
+        train(copy, world=world, extra=(*extra, "--resume", str(copy / "checkpoint-000002")), model=model)
         assert_same_weights(weights(one, 3), weights(copy, 3), count)
         assert metrics(copy)[-1]["loss"] == pytest.approx(metrics(one)[-1]["loss"], rel=1e-4, abs=1e-5)
 

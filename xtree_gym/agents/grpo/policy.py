@@ -83,8 +83,9 @@ def build_models(cfg: Any, acc: Any, weights: str) -> Models:
 
     Plain or DDP (``accelerate launch`` without FSDP): the reference and the EMA teacher are copies
     of the policy. FSDP (:mod:`xtree_gym.agents.run.sharding`): they are built sharded from the
-    start (:func:`_sharded_twin`) -- no rank ever holds a whole copy of them; under mixed precision
-    the policy is read in the low dtype and only its shards are cast to the float32 master dtype.
+    start (:func:`_sharded_twin`) -- no rank ever holds a whole copy of them. A model folder is read
+    sharded too (:func:`_sliced_policy`); a model loaded whole (tiny-random, a hub id) is read in the
+    low dtype under mixed precision and only its shards are cast to the float32 master dtype.
     """
     from ..run.sharding import plan, shard
 
@@ -95,10 +96,14 @@ def build_models(cfg: Any, acc: Any, weights: str) -> Models:
     wants_ema = cfg.opsd != "none" and cfg.opsd_teacher == "ema"
     master = getattr(torch, weights)
     load_dtype = low if how == "own" and low is not None else master
-    model, tokenizer = load_policy(
-        cfg.model, device=acc.device, dtype=load_dtype, seed=cfg.seed, attn=cfg.attn
-    )
-    model = adapt_policy(model, cfg)  # LoRA adapters, gradient checkpointing
+    sliced = _sliced_policy(cfg, acc, mixed, master) if how == "own" else None
+    if sliced is not None:  # sharded as it was read: no rank held the whole model
+        model, tokenizer = sliced
+    else:
+        model, tokenizer = load_policy(
+            cfg.model, device=acc.device, dtype=load_dtype, seed=cfg.seed, attn=cfg.attn
+        )
+        model = adapt_policy(model, cfg)  # LoRA adapters, gradient checkpointing
     if how == "none":
         ref = frozen_copy(model, dtype=low) if needs_base and not cfg.lora_r else None
         ema = frozen_copy(model) if wants_ema else None
@@ -106,7 +111,8 @@ def build_models(cfg: Any, acc: Any, weights: str) -> Models:
         model, opt = acc.prepare(model, opt)
         return Models(model, opt, tokenizer, ref, ema)
     if how == "own":
-        shard(model, mixed, master=master)
+        if sliced is None:
+            shard(model, mixed, master=master)
         opt = acc.prepare(torch.optim.AdamW(_trainable(model), lr=cfg.lr, weight_decay=cfg.weight_decay))
     else:  # Accelerate shards the policy in prepare
         opt = torch.optim.AdamW(_trainable(model), lr=cfg.lr, weight_decay=cfg.weight_decay)
@@ -115,6 +121,25 @@ def build_models(cfg: Any, acc: Any, weights: str) -> Models:
     ref = _sharded_twin(cfg, policy, low or master, adapt=False) if needs_base and not cfg.lora_r else None
     ema = _sharded_twin(cfg, policy, master, adapt=True) if wants_ema else None
     return Models(model, opt, tokenizer, ref, ema)
+
+
+def _sliced_policy(cfg: Any, acc: Any, mixed: str, master: torch.dtype) -> tuple[Any, Any] | None:
+    """The policy built on the meta device, sharded, and filled with this rank's rows of the checkpoint
+    (:mod:`xtree_gym.agents.model.sharded_load`); ``None`` where it must be loaded whole (tiny-random...).
+
+    Read in the master dtype straight away: no rank ever holds the whole model, so nothing is saved
+    by reading it in the low precision first -- and the values are those one process loads.
+    """
+    from ..model.sharded_load import load_sharded
+    from ..run.sharding import shard
+
+    got = load_sharded(
+        cfg.model, device=acc.device, dtype=master, attn=cfg.attn,
+        adapt=lambda m: adapt_policy(m, cfg), shard=lambda m: shard(m, mixed, master=master),
+    )  # fmt: skip
+    if got is not None and got[1].pad_token_id is None:
+        got[1].pad_token = got[1].eos_token
+    return got
 
 
 def _trainable(model: Any) -> list[Any]:
