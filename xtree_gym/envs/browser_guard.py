@@ -146,7 +146,7 @@ def is_public_host(host: str, resolve: bool = True) -> bool:
         except (OSError, UnicodeError):
             return True  # no address: Chromium cannot reach it either
         addresses = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
-    from .browser_proxy import is_public_address  # one judgment for the route guard and the proxy
+    from .browser_address import is_public_address  # one judgment for the route guard and the proxy
 
     return all(is_public_address(str(a)) for a in addresses)
 
