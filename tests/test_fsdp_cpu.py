@@ -218,6 +218,21 @@ MINI = ("--mini-batch-size", "32", "--ppo-epochs", "2", "--micro-batch-tokens", 
 BIG = ("--tasks-per-step", "8", "--n", "4", "--max-steps", "6", "--seed", "11")
 
 
+def train_one_thread(
+    out: Path, *, world: int, kind: str = "fsdp", steps: int = 3, extra: tuple[str, ...] = ()
+) -> None:
+    """:func:`train` with one torch thread in this process too (as the launched ranks have: OMP_NUM_THREADS=1).
+
+    Under load, the in-process 1-process run with a thread per core was ~15× slower on the shared machine.
+    """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        train(out, world=world, kind=kind, steps=steps, extra=extra)
+    finally:
+        torch.set_num_threads(threads)
+
+
 def weight_gap(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor], count: int) -> tuple[float, float]:
     """(max |Δ|, p99.9 |Δ|) over every element of exactly ``count`` tensors."""
     assert sorted(a) == sorted(b) and len(a) == count
@@ -252,8 +267,8 @@ def test_mini_batches_one_vs_two_fsdp_processes_make_the_same_step(tmp_path: Pat
     """The quick case: 1 step, 2 tasks × 2 rollouts, mini-batches of 3 rows × 2 epochs (uneven shares)."""
     mini = ("--mini-batch-size", "3", *MINI[2:])
     one, two = tmp_path / "one", tmp_path / "fsdp"
-    train(one, world=1, steps=1, extra=mini)
-    train(two, world=2, steps=1, extra=mini)
+    train_one_thread(one, world=1, steps=1, extra=mini)
+    train_one_thread(two, world=2, steps=1, extra=mini)
     rows = metrics(one)[0]["turns"]
     updates = [m["updates"] for m in metrics(one)] + [m["updates"] for m in metrics(two)]
     assert rows > 3 and updates == [2 * -(-rows // 3)] * 2  # several mini-batches per epoch, on both
@@ -266,7 +281,7 @@ def test_mini_batches_one_vs_fsdp_vs_ddp_three_steps_and_resume_at_another_world
     """The issue's config (10 updates a step), 3 steps: 1 process vs 2 FSDP vs 2 DDP; step 2 resumed at the other world size."""
     runs = {"one": (1, "none"), "fsdp": (2, "fsdp"), "ddp": (2, "ddp")}
     for name, (world, kind) in runs.items():
-        train(tmp_path / name, world=world, kind=kind, extra=(*BIG, *MINI))
+        train_one_thread(tmp_path / name, world=world, kind=kind, extra=(*BIG, *MINI))
     one = tmp_path / "one"
     assert [m["updates"] for m in metrics(one)] == [10, 10, 10]
     for other in ("fsdp", "ddp"):
@@ -278,7 +293,7 @@ def test_mini_batches_one_vs_fsdp_vs_ddp_three_steps_and_resume_at_another_world
         shutil.copytree(tmp_path / src, copy)
         shutil.rmtree(copy / "checkpoint-000003")
         (copy / "latest.json").write_text(json.dumps({"checkpoint": "checkpoint-000002", "step": 2}))
-        train(copy, world=world, extra=(*BIG, *MINI, "--resume", str(copy / "checkpoint-000002")))
+        train_one_thread(copy, world=world, extra=(*BIG, *MINI, "--resume", str(copy / "checkpoint-000002")))
         top, p999 = weight_gap(weights(one, 3), weights(copy, 3), model_tensor_count(lora=False))
         print(f"{src} step 2 resumed at world {world}, step 3: max |Δ| {top:.3g}, p99.9 |Δ| {p999:.3g}")
         assert p999 <= 1e-5
