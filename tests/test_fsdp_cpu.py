@@ -237,6 +237,93 @@ def test_one_vs_fsdp_vs_ddp_three_steps_and_resume_across_world_sizes(tmp_path: 
         assert metrics(copy)[-1]["loss"] == pytest.approx(metrics(one)[-1]["loss"], rel=1e-4, abs=1e-5)
 
 
+# -- Scale-out II, item 1: PPO mini-batches that do not depend on the world size ------------------------------
+MINI = ("--mini-batch-size", "32", "--ppo-epochs", "2", "--micro-batch-tokens", "1024", "--loss-norm", "trl-dapo")  # fmt: skip
+"""The issue's mini-batch config; with ``BIG`` a step has ~130 rows: 5 mini-batches × 2 epochs = 10 updates."""
+BIG = ("--tasks-per-step", "8", "--n", "4", "--max-steps", "6", "--seed", "11")
+
+
+def train_one_thread(
+    out: Path, *, world: int, kind: str = "fsdp", steps: int = 3, extra: tuple[str, ...] = ()
+) -> None:
+    """:func:`train` with one torch thread in this process too (as the launched ranks have: OMP_NUM_THREADS=1).
+
+    Under load, the in-process 1-process run with a thread per core was ~15× slower on the shared machine.
+    """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        train(out, world=world, kind=kind, steps=steps, extra=extra)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def weight_gap(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor], count: int) -> tuple[float, float]:
+    """(max |Δ|, p99.9 |Δ|) over every element of exactly ``count`` tensors."""
+    assert sorted(a) == sorted(b) and len(a) == count
+    diff = torch.cat([(x.float() - b[name].float()).abs().flatten() for name, x in a.items()])
+    assert diff.numel() > 0
+    return float(diff.max()), float(torch.quantile(diff, 0.999))
+
+
+def moved(run: Path, step: int, seed: int) -> float:
+    """How far the weights exported at ``step`` are from tiny-random's start (max |Δ|)."""
+    from xtree_gym.agents.model.loading import tiny_random
+
+    start = tiny_random(seed=seed)[0].state_dict()
+    now = weights(run, step)
+    return max(float((x.float() - start[k].float()).abs().max()) for k, x in now.items())
+
+
+def assert_world_free(one: Path, other: Path, steps: int, seed: int, label: str) -> float:
+    """After every step p99.9 |Δ| <= 1e-5 between the runs' weights, the last ones moved >= 1e-3; prints the figures."""
+    count = model_tensor_count(lora=False)
+    for step in range(1, steps + 1):
+        top, p999 = weight_gap(weights(one, step), weights(other, step), count)
+        print(f"{label} step {step}: {count} tensors, max |Δ| {top:.3g}, p99.9 |Δ| {p999:.3g}")
+        assert p999 <= 1e-5, (label, step, top, p999)
+    far = moved(one, steps, seed)
+    print(f"{label}: the weights moved {far:.3g} (max |Δ| from the start) in {steps} steps")
+    assert far >= 1e-3
+    return p999
+
+
+def test_mini_batches_one_vs_two_fsdp_processes_make_the_same_step(tmp_path: Path) -> None:
+    """The quick case: 1 step, 2 tasks × 2 rollouts, mini-batches of 3 rows × 2 epochs (uneven shares)."""
+    mini = ("--mini-batch-size", "3", *MINI[2:])
+    one, two = tmp_path / "one", tmp_path / "fsdp"
+    train_one_thread(one, world=1, steps=1, extra=mini)
+    train_one_thread(two, world=2, steps=1, extra=mini)
+    rows = metrics(one)[0]["turns"]
+    updates = [m["updates"] for m in metrics(one)] + [m["updates"] for m in metrics(two)]
+    assert rows > 3 and updates == [2 * -(-rows // 3)] * 2  # several mini-batches per epoch, on both
+    assert_world_free(one, two, 1, seed=0, label="quick fsdp")
+    assert_same_metrics(one, two, 1)
+
+
+@pytest.mark.slow
+def test_mini_batches_one_vs_fsdp_vs_ddp_three_steps_and_resume_at_another_world_size(tmp_path: Path) -> None:
+    """The issue's config (10 updates a step), 3 steps: 1 process vs 2 FSDP vs 2 DDP; step 2 resumed at the other world size."""
+    runs = {"one": (1, "none"), "fsdp": (2, "fsdp"), "ddp": (2, "ddp")}
+    for name, (world, kind) in runs.items():
+        train_one_thread(tmp_path / name, world=world, kind=kind, extra=(*BIG, *MINI))
+    one = tmp_path / "one"
+    assert [m["updates"] for m in metrics(one)] == [10, 10, 10]
+    for other in ("fsdp", "ddp"):
+        assert [m["updates"] for m in metrics(tmp_path / other)] == [10, 10, 10]
+        assert_world_free(one, tmp_path / other, 3, seed=11, label=other)
+    # world 2 (FSDP shards) -> world 1, and world 1 (plain files) -> world 2 under FSDP: the same run goes on
+    for src, world in (("fsdp", 1), ("one", 2)):
+        copy = tmp_path / f"{src}-resumed"
+        shutil.copytree(tmp_path / src, copy)
+        shutil.rmtree(copy / "checkpoint-000003")
+        (copy / "latest.json").write_text(json.dumps({"checkpoint": "checkpoint-000002", "step": 2}))
+        train_one_thread(copy, world=world, extra=(*BIG, *MINI, "--resume", str(copy / "checkpoint-000002")))
+        top, p999 = weight_gap(weights(one, 3), weights(copy, 3), model_tensor_count(lora=False))
+        print(f"{src} step 2 resumed at world {world}, step 3: max |Δ| {top:.3g}, p99.9 |Δ| {p999:.3g}")
+        assert p999 <= 1e-5
+
+
 def test_hf_rollouts_of_a_group_do_not_depend_on_the_other_groups_in_the_call() -> None:
     """``group_seed``: a group's completions are the same alone or batched with other groups (any world size)."""
     from xtree_gym.agents.model.generation import HFGenerator

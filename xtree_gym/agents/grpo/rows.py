@@ -44,6 +44,9 @@ class Row:
     """Free per-row weight (SFT / offline RL use it; GRPO leaves 1.0)."""
     teacher_prefix: list[int] = field(default_factory=list)
     """Ids prepended for the OPSD teacher's forward pass (the retrieved card)."""
+    key: tuple[int, ...] = ()
+    """The row's place in the step at any world size, ``(task, member, turn)`` (:func:`place_rows`):
+    the step's mini-batches are cut from the rows in this order (``grpo/updates.py``)."""
 
     @property
     def n_targets(self) -> int:
@@ -123,6 +126,24 @@ def make_rows(episodes: Sequence[Episode], advantages: Sequence[float], mode: st
     if mode == "episode":
         return episode_rows(episodes, advantages)
     raise ConfigError(f"rows = {mode!r}", fix="use 'turn' or 'episode'")
+
+
+def place_rows(rows: Sequence[Row], episodes: Sequence[Episode], rank: int, world: int) -> None:
+    """Set each row's ``key`` to ``(task, member, turn)``, ``task`` its episode's task index in the step.
+
+    Rank ``rank`` of ``world`` plays the step's tasks ``rank, rank + world, …`` (``rank_share``), so
+    its group ``g`` is the step's task ``rank + g·world``: the same key for the same row at any
+    world size.
+
+    Example:
+        >>> ep = Episode("e", "env", "t", "g", 0, group=1, member=3)
+        >>> rs = [Row([1, 2], [False, True], [0.0, 0.0], episode=0, turn=2)]
+        >>> place_rows(rs, [ep], rank=1, world=2); rs[0].key  # the step's task 1 + 1·2 = 3
+        (3, 3, 2)
+    """
+    for r in rows:
+        ep = episodes[r.episode]
+        r.key = (rank + ep.group * world, ep.member, r.turn)
 
 
 def _check_lengths(episodes: Sequence[Episode], advantages: Sequence[float]) -> None:

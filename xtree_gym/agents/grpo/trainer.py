@@ -51,7 +51,7 @@ from .losses import clipped_policy_loss, k3_kl, loss_weights, opsd_term, opsd_ze
 from .opsd import TeacherContext, make_card_fn
 from .policy import build_models, ema_update, make_accelerator, sequence_logps
 from .remine import RolloutBuffer, node_diff, remine
-from .rows import Row, collate, make_rows, micro_batches, teacher_to_student
+from .rows import Row, collate, make_rows, micro_batches, place_rows, teacher_to_student
 from .schedule import lr_at
 from .shaping import SegCostShaping, StepRewards, plain_rewards, xtree_bonuses, xtree_rewards
 from .updates import ppo_updates
@@ -403,6 +403,7 @@ class GRPOTrainer:
             rewards.rewards, [ep.group for ep in episodes], scale=self.cfg.scale_advantages
         )
         rows = make_rows(episodes, adv, self.cfg.rows)
+        place_rows(rows, episodes, self.acc.process_index, self.acc.num_processes)  # the step's global order
         if self.teacher is not None:
             for r in rows:
                 r.teacher_prefix = self.teacher.prefix(episodes[r.episode])

@@ -3,18 +3,28 @@
 ``mini_batch_size`` counts *training rows* (one per turn with ``rows turn``, one per episode with
 ``rows episode``) over all ranks, as verl-agent's turn-level batches do (Table 7's mini-batch of
 256 / 64 is larger than a step's 64 / 128 episodes, so it can only count rows). A step makes
-``M = ceil(rows / mini_batch_size)`` updates per epoch (each rank splits its own rows into M
-near-equal parts, so every rank takes part in every update), ``ppo_epochs`` times, the rows
-shuffled per epoch from ``(seed, step, epoch, rank)``. Each update is :meth:`GRPOTrainer.update`
-on its part: its own loss normalisation, clipping, AdamW step. ``loss_norm token`` normalises an
-update by its own tokens; ``trl-dapo`` by the step's tokens ÷ M for every update, as TRL divides its
-generation batch's tokens by ``steps_per_generation`` (the two differ when mini-batches differ in
-tokens).
+``M = ceil(rows / mini_batch_size)`` updates per epoch, ``ppo_epochs`` times.
+
+The mini-batches do not depend on the number of processes: every rank gathers the step's rows
+(:func:`gather_rows`), puts them in one global order by each row's ``key`` (task of the step,
+member, turn: :func:`~.rows.place_rows`), shuffles that order from ``(seed, step, epoch)`` and cuts
+it into the same ``M`` near-equal mini-batches (:func:`global_mini_batches`) at any world size. Each
+rank computes its contiguous ``world``-th of each mini-batch (:func:`rank_slice`; shares differ by at
+most one row, a rank may have none), and :meth:`GRPOTrainer.update` normalises the loss by the
+counts of the whole mini-batch summed over the ranks. So N processes make the optimizer steps one
+process makes, and a run resumed at another world size continues the same run.
+
+Each update is :meth:`GRPOTrainer.update` on its mini-batch: its own loss normalisation, clipping,
+AdamW step. ``loss_norm token`` normalises an update by its own tokens; ``sequence`` by its own rows;
+``trl-dapo`` by the step's tokens ÷ M for every update, as TRL divides its generation batch's tokens
+by ``steps_per_generation`` (token and trl-dapo differ when mini-batches differ in tokens). All three
+count the whole mini-batch (every rank), so none depends on the world size.
 
 π_old: ``old_logprobs rollout`` uses the generator's logprobs as recorded; ``recompute`` makes one
-no-grad pass with the weights before the first update and keeps those for every update, so from
-the second update on the ratio moves away from 1 and the clip can act. With one update per step
-(``M = 1``, one epoch) nothing changes: it is exactly the single update the trainer always made.
+no-grad pass with the weights before the first update (each rank on its own rows, before the
+gather) and keeps those for every update, so from the second update on the ratio moves away from 1
+and the clip can act. With one update per step (``M = 1``, one epoch) nothing changes: it is exactly
+the single update the trainer always made.
 """
 
 from __future__ import annotations
@@ -55,6 +65,63 @@ def split_rows(n_rows: int, parts: int, seed: int | None) -> list[list[int]]:
     return out
 
 
+def epoch_seed(seed: int, step: int, epoch: int) -> int:
+    """The shuffle seed of one epoch's mini-batches: ``(seed, step, epoch)``, never the rank.
+
+    Example:
+        >>> epoch_seed(11, 1, 0) == epoch_seed(11, 1, 0) != epoch_seed(11, 1, 1)
+        True
+    """
+    # × 64 (+ rank 0): the seed rank 0 used before, so a 1-process run shuffles as it did
+    return ((seed * 1_000_003 + step) * 97 + epoch) * 64
+
+
+def global_mini_batches(keys: Sequence[Sequence[int]], parts: int, seed: int | None) -> list[list[int]]:
+    """The step's ``parts`` mini-batches as indices into ``keys``: key order, shuffled by ``seed``, cut.
+
+    Only the set of keys matters, not the order they come in (so not which rank held which row):
+    the rows are sorted by key first, then shuffled and cut by :func:`split_rows`.
+
+    Example:
+        >>> global_mini_batches([(1, 0), (0, 1), (0, 0)], 2, None)  # key order: 2, 1, 0
+        [[2, 1], [0]]
+        >>> global_mini_batches([(0, 0), (1, 0), (0, 1)], 2, None)
+        [[0, 2], [1]]
+    """
+    canon = sorted(range(len(keys)), key=lambda i: tuple(keys[i]))
+    return [[canon[j] for j in part] for part in split_rows(len(keys), parts, seed)]
+
+
+def rank_slice(batch: Sequence[int], rank: int, world: int) -> list[int]:
+    """Rank ``rank``'s share of a mini-batch: its ``rank``-th contiguous part of ``world`` near-equal ones.
+
+    The shares of the ranks are disjoint, in order, their union is ``batch``, and they differ by at
+    most one row (a rank may get none when the mini-batch has fewer rows than ranks). Contiguous, so
+    a rank's micro-batches are runs of the mini-batch as one process cuts it.
+
+    Example:
+        >>> [rank_slice([7, 8, 9, 10, 11], r, 2) for r in range(2)]
+        [[7, 8, 9], [10, 11]]
+        >>> [rank_slice([7], r, 2) for r in range(2)]
+        [[7], []]
+    """
+    size, extra = divmod(len(batch), world)
+    start = rank * size + min(rank, extra)
+    return list(batch[start : start + size + (1 if rank < extra else 0)])
+
+
+def gather_rows(rows: Sequence[Row], acc: Any) -> list[Row]:
+    """Every rank's ``rows``, rank 0's first, on every rank (``rows`` itself on one process).
+
+    Sent as plain dicts of lists and numbers (``all_gather_object``), rebuilt as :class:`Row`.
+    """
+    if acc.num_processes == 1:
+        return list(rows)
+    from accelerate.utils import gather_object
+
+    return [Row(**d) for d in gather_object([dataclasses.asdict(r) for r in rows])]
+
+
 def updates_per_epoch(total_rows: float, mini_batch_size: int) -> int:
     """``M``: 1 when ``mini_batch_size`` is 0 (off) or covers the step.
 
@@ -90,7 +157,10 @@ def recompute_old_logprobs(tr: Any, rows: Sequence[Row]) -> list[Row]:
 
 
 def ppo_updates(tr: Any, rows: Sequence[Row], step: int) -> tuple[dict[str, float], list[dict[str, float]]]:
-    """All updates of one step on this rank's ``rows``: ``(step statistics, one dict per update)``.
+    """All updates of one step, ``rows`` being this rank's: ``(step statistics, one dict per update)``.
+
+    With one update per epoch each rank trains on its own rows (their union is the step); with
+    ``M > 1`` the rows are gathered and each rank trains on its slice of every global mini-batch.
 
     The step statistics sum the token sums of every update divided by ``ppo_epochs`` (so per-token
     means stay means over the step's tokens) and average ``MEAN_KEYS``; ``updates`` counts them.
@@ -106,11 +176,16 @@ def ppo_updates(tr: Any, rows: Sequence[Row], step: int) -> tuple[dict[str, floa
     stored = cfg.old_logprobs == "rollout"
     if not stored:
         real, stored = recompute_old_logprobs(tr, real), True
+    rank, world = 0, 1
+    if parts > 1:  # one global order of every rank's rows: the same mini-batches at any world size
+        real, rank, world = gather_rows(real, tr.acc), tr.acc.process_index, tr.acc.num_processes
+    keys = [r.key for r in real]
     per_update: list[dict[str, float]] = []
     for epoch in range(cfg.ppo_epochs):
-        seed = ((cfg.seed * 1_000_003 + step) * 97 + epoch) * 64 + tr.acc.process_index if parts > 1 else None
-        for idx in split_rows(len(real), parts, seed):
-            per_update.append(tr.update([real[j] for j in idx], stored_old=stored, norm=norm))
+        seed = epoch_seed(cfg.seed, step, epoch) if parts > 1 else None
+        for batch in global_mini_batches(keys, parts, seed):
+            mine = [real[j] for j in rank_slice(batch, rank, world)]
+            per_update.append(tr.update(mine, stored_old=stored, norm=norm))
     return combine(per_update, cfg.ppo_epochs), per_update
 
 
