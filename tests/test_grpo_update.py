@@ -53,6 +53,7 @@ def test_equal_rewards_leave_the_first_step_still(trainer: GRPOTrainer) -> None:
 
 def test_weightless_row_changes_nothing(trainer: GRPOTrainer) -> None:
     a, b = copy.deepcopy(trainer), copy.deepcopy(trainer)
+    start = _params(a)
     eps = _batch_module().batch(a.tokenizer)
     rows = a.rows(eps, a.rewards(eps))
     pad = int(a.tokenizer.pad_token_id)
@@ -60,7 +61,13 @@ def test_weightless_row_changes_nothing(trainer: GRPOTrainer) -> None:
     sb = b.update([*rows, Row([pad] * 5, [False, True, True, True, True], [0.0] * 5, weight=0.0)])
     assert sa["tokens"] == sb["tokens"] and sa["loss"] == pytest.approx(sb["loss"], abs=1e-7)
     pa, pb = _params(a), _params(b)
-    assert all(torch.allclose(pa[k], pb[k], atol=1e-7) for k in pa)
+    assert len(pa) == len(pb) > 10
+    moved = max(float((pa[k] - start[k]).abs().max()) for k in pa)
+    apart = max(float((pa[k] - pb[k]).abs().max()) for k in pa)
+    # The padded batch sums in another order (float32), and AdamW's g/sqrt(v) turns a last-bit difference of a
+    # near-zero gradient into up to ~6e-7 here: still 1000x less than what the step moved, where a weighted
+    # pad row would move the weights as much as a real one.
+    assert moved > 1e-4 and apart <= 1e-3 * moved, (apart, moved)
 
 
 def test_checkpoint_round_trip(trainer: GRPOTrainer, tmp_path: Path) -> None:
