@@ -238,24 +238,33 @@ def test_webshop_self_mined_run_ends_with_its_own_tree(tmp_path: Path, demo_shop
         "--env-kwargs",
         f"data_dir={demo_shop}",
         "--no-tensorboard",
+        "--tasks-per-step",
+        "2",  # 2 groups of 2: two oracle buys a step, so a pair is seen twice
     ]
     mined, plain = tmp_path / "mined", tmp_path / "plain"
     # contrastive_normalized pays in a group with a win (auto's contrastive_gated would not: λ 0 there)
-    args = ["--remine-every", "1", "--miner", "webshop:min_freq=1", "--bonus-mode", "contrastive_normalized"]
-    args += ["-o", str(mined)]  # min_freq 1: one step's 2 episodes are the first window
+    args = [
+        "--remine-every",
+        "1",
+        "--miner",
+        "webshop:min_freq=2,eta=0",
+        "--bonus-mode",
+        "contrastive_normalized",
+    ]
+    args += ["-o", str(mined)]  # a pair seen twice merges: step 1's window
     assert main(["train", "rlvr", *base, *args]) == 0
     assert main(["train", "rlvr", *base, "--shaping", "none", "-o", str(plain)]) == 0
     cfg = json.loads((mined / "config.json").read_text())
     assert cfg["tree"] is None and cfg["remine_every"] == 1 and cfg["shaping"] == "xtree"
     m, p = read_metrics(mined), read_metrics(plain)
     assert [x["step"] for x in m] == [1, 2] and [x["step"] for x in p] == [1, 2]
-    for line, held in zip(m, (2, 4)):  # a re-mine after every step, from every episode so far
+    for line, held in zip(m, (4, 8)):  # a re-mine after every step, from every episode so far
         assert line["buffer_successes"] + line["buffer_failures"] == held and line["nodes"] > 0
         assert line["bonus_mode"] == "contrastive_normalized" and line["buffer_successes"] >= 1
     ckpt = mined / "checkpoint-000002"
     buffer = [json.loads(x) for x in (ckpt / "buffer.jsonl").read_text().splitlines()]
     tree = json.loads((ckpt / "tree.json").read_text())
-    assert tree["corpus"]["n_trajectories"] == len(buffer) == 4  # mined from its own episodes
+    assert tree["corpus"]["n_trajectories"] == len(buffer) == 8  # mined from its own episodes
     assert (
         tree["corpus"]["n_successful"] == sum(bool(t["success"]) for t in buffer) == m[1]["buffer_successes"]
     )
