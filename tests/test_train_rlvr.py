@@ -277,3 +277,11 @@ def test_webshop_self_mined_run_ends_with_its_own_tree(tmp_path: Path, demo_shop
     w2m, w2p = _weights(ckpt), _weights(plain / "checkpoint-000002")
     assert any(not torch.equal(w2m[k], w2p[k]) for k in w2m)
     assert any(not torch.equal(w2m[k], w1m[k]) for k in w2m)
+    # resumed from step 1: the checkpoint's tree.json carries the mode and values it was paid with
+    assert (
+        main(["train", "rlvr", "--resume", str(mined / "checkpoint-000001"), "-o", str(tmp_path / "again")])
+        == 0
+    )
+    w2r = _weights(tmp_path / "again" / "checkpoint-000002")
+    assert all(torch.equal(w2m[k], w2r[k]) for k in w2m)
+    assert read_metrics(tmp_path / "again")[0]["bonus"] == pytest.approx(m[1]["bonus"])
