@@ -207,6 +207,45 @@ def test_in_loop_tree_mines_only_own_rollouts() -> None:
     assert loop.tree is not None and len(loop.tree) > 0 and len(loop.buffer) == 16
 
 
+def test_self_mined_arm_is_the_products_rule_on_own_episodes() -> None:
+    """Arm ``self_mined``: outcome only until the first re-mine; then :func:`self_mine`'s tree and mode; with no
+    success in the window the tree is mined but pays nothing (R_out alone), with both labels it pays the
+    separating nodes' contrastive values under ``contrastive_gated``."""
+    from experiments.minigrid_claim.train import Episode, InLoopTree, post_hoc_bonus
+
+    spec = dataclasses.replace(
+        SPEC, arm="self_mined", remine_every=2, miner=tuple(sorted(SMOKE.miner.items()))
+    )
+    loop = InLoopTree(spec)
+    assert loop.mode == "none" and loop.tree is None
+    chain = ["pickup<key>", "toggle<door>", "forward<empty>", "forward<goal>"]
+    habit = ["left<wall>", "right<wall>"] * 3
+    fails = [Episode([], [], [], 0.0, False, tokens=list(habit)) for _ in range(4)]
+    loop.observe(fails, 0)
+    loop.observe(fails, 1)
+    assert loop.tree is not None and len(loop.tree) > 0 and loop.mode == "none"  # mined, but nothing to pay
+    assert loop.log == [{"update": 2, "nodes": len(loop.tree), "bonus_mode": "none", "buffer_successes": 0,
+                         "buffer_failures": 8}]  # fmt: skip
+    post_hoc_bonus(spec, fails, loop)
+    assert [e.bonus for e in fails] == [0.0] * 4
+    mixed = [Episode([], [], [], 0.0, False, tokens=list(habit)) for _ in range(2)]
+    assert batch_rewards(mixed, 2, "self_mined", 0.75, 0.4, loop.mode) == ([0.0, 0.0], [0.75])  # R_out alone
+    wins = [Episode([], [], [], 0.9, True, tokens=chain + habit[:2]) for _ in range(4)]
+    loop.observe(wins, 2)
+    loop.observe(wins, 3)
+    assert loop.mode == "contrastive_gated" and (loop.log[-1]["buffer_successes"], len(loop.log)) == (8, 2)
+    assert loop.tree.corpus["n_trajectories"] == len(loop.buffer) == 16  # the window, nothing else
+    post_hoc_bonus(spec, wins + fails, loop)
+    assert [e.bonus for e in wins] == [1.0] * 4 and [e.bonus for e in fails] == [0.0] * 4
+    lost = [
+        Episode([], [], [], 0.0, False, tokens=chain + habit[:2]),
+        Episode([], [], [], 0.0, False, tokens=habit),
+    ]
+    post_hoc_bonus(spec, lost, loop)  # an all-fail group: gated pays the node values, λ0 weight
+    r, lam = batch_rewards(lost, 2, "self_mined", 0.75, 0.4, loop.mode)
+    assert lam == [0.75] and r[1] == 0.0 and r[0] == pytest.approx(0.75 * lost[0].bonus) and lost[0].bonus > 0
+
+
 def test_command_line_options(tmp_path, capsys) -> None:
     from experiments.minigrid_claim.config import ARMS
     from experiments.minigrid_claim.run import _ints

@@ -224,3 +224,64 @@ def test_the_webshop_smoke_recipe_shows_the_xtree_signal_as_shipped(tmp_path: Pa
     (line,) = read_metrics(tmp_path / "r")
     assert line["bonus"] > 0 and line["lambda_g"] > 0
     assert json.loads((tmp_path / "r" / "config.json").read_text())["shaping"] == "xtree"
+
+
+def test_webshop_self_mined_run_ends_with_its_own_tree(tmp_path: Path, demo_shop: Path) -> None:
+    """``--remine-every 1`` with no ``--tree``: step 1 is outcome only, then a tree mined from the run's own
+    episodes and valued on them pays the bonus of step 2; the twin outcome-only run (same seed) differs only there.
+    """
+    recipe = (Path(__file__).parents[1] / "xtree_gym/agents/recipes/webshop-cpu-smoke.yaml").read_text()
+    (tmp_path / "no-tree.yaml").write_text(recipe.replace("tree: packaged:webshop_demo_tree.json\n", ""))
+    base = [
+        "--config",
+        str(tmp_path / "no-tree.yaml"),
+        "--env-kwargs",
+        f"data_dir={demo_shop}",
+        "--no-tensorboard",
+        "--tasks-per-step",
+        "2",  # 2 groups of 2: two oracle buys a step, so a pair is seen twice
+    ]
+    mined, plain = tmp_path / "mined", tmp_path / "plain"
+    # contrastive_normalized pays in a group with a win (auto's contrastive_gated would not: λ 0 there)
+    args = [
+        "--remine-every",
+        "1",
+        "--miner",
+        "webshop:min_freq=2,eta=0",
+        "--bonus-mode",
+        "contrastive_normalized",
+    ]
+    args += ["-o", str(mined)]  # a pair seen twice merges: step 1's window
+    assert main(["train", "rlvr", *base, *args]) == 0
+    assert main(["train", "rlvr", *base, "--shaping", "none", "-o", str(plain)]) == 0
+    cfg = json.loads((mined / "config.json").read_text())
+    assert cfg["tree"] is None and cfg["remine_every"] == 1 and cfg["shaping"] == "xtree"
+    m, p = read_metrics(mined), read_metrics(plain)
+    assert [x["step"] for x in m] == [1, 2] and [x["step"] for x in p] == [1, 2]
+    for line, held in zip(m, (4, 8)):  # a re-mine after every step, from every episode so far
+        assert line["buffer_successes"] + line["buffer_failures"] == held and line["nodes"] > 0
+        assert line["bonus_mode"] == "contrastive_normalized" and line["buffer_successes"] >= 1
+    ckpt = mined / "checkpoint-000002"
+    buffer = [json.loads(x) for x in (ckpt / "buffer.jsonl").read_text().splitlines()]
+    tree = json.loads((ckpt / "tree.json").read_text())
+    assert tree["corpus"]["n_trajectories"] == len(buffer) == 8  # mined from its own episodes
+    assert (
+        tree["corpus"]["n_successful"] == sum(bool(t["success"]) for t in buffer) == m[1]["buffer_successes"]
+    )
+    # step 1: no tree yet, outcome only, the same update as the outcome-only twin
+    assert m[0]["bonus"] == 0.0 and m[0]["reward"] == p[0]["reward"] and m[0]["loss"] == p[0]["loss"]
+    w1m, w1p = _weights(mined / "checkpoint-000001"), _weights(plain / "checkpoint-000001")
+    assert len(w1m) > 0 and all(torch.equal(w1m[k], w1p[k]) for k in w1m)
+    # step 2: the self-mined tree's bonus reached the rewards, the advantages and the weights
+    assert m[1]["bonus"] > 0 and m[1]["lambda_g"] > 0 and m[1]["reward"] > p[1]["reward"]
+    w2m, w2p = _weights(ckpt), _weights(plain / "checkpoint-000002")
+    assert any(not torch.equal(w2m[k], w2p[k]) for k in w2m)
+    assert any(not torch.equal(w2m[k], w1m[k]) for k in w2m)
+    # resumed from step 1: the checkpoint's tree.json carries the mode and values it was paid with
+    assert (
+        main(["train", "rlvr", "--resume", str(mined / "checkpoint-000001"), "-o", str(tmp_path / "again")])
+        == 0
+    )
+    w2r = _weights(tmp_path / "again" / "checkpoint-000002")
+    assert all(torch.equal(w2m[k], w2r[k]) for k in w2m)
+    assert read_metrics(tmp_path / "again")[0]["bonus"] == pytest.approx(m[1]["bonus"])

@@ -24,10 +24,13 @@ ARM_SPECS: dict[str, tuple[str | None, str]] = {
     "random_tree_contrastive_gated": ("random_tree", "contrastive_gated"),
     "subgoal": ("subgoal", "eq3"),
     "remine": ("remine", "eq3"),
+    "self_mined": ("self_mined", "auto"),
 }
 """arm -> (bonus source, bonus mode). Sources: the mined X-Tree, a random tree drawn per seed
 (matched node count and length histogram), the env's hand-named subgoals, the in-loop tree mined
-from the agent's own rollouts; modes: :data:`xtree_gym.rewards.modes.BONUS_MODES`."""
+from the agent's own rollouts; modes: :data:`xtree_gym.rewards.modes.BONUS_MODES`. ``self_mined``: the tree and its
+contrastive values from the agent's own episodes only (:func:`xtree_gym.agents.grpo.remine.self_mine`, the rule of
+``xtree train rlvr --remine-every K`` without ``--tree``), its mode re-picked by ``auto``'s rule at each re-mine."""
 ISSUE34_ARMS = (
     "outcome", "xtree_gated", "xtree_contrastive_gated", "xtree_contrastive_normalized", "xtree_potential",
     "random_tree", "random_tree_contrastive_gated", "subgoal",
@@ -138,9 +141,11 @@ class ClaimConfig:
     anneal_end: float = 1.0
     """``xtree_annealed``: fraction of the run at which the bonus weight reaches 0."""
     remine_every: int = 4
-    """``remine``: updates between re-minings of the in-loop tree."""
+    """``remine``, ``self_mined``: updates between re-minings of the in-loop tree (``self_mined``: outcome only
+    for the first ``remine_every`` updates, then the bonus of the tree mined from them)."""
     remine_buffer: int = 256
-    """``remine``: FIFO of the agent's own episodes (successes and failures) the tree is mined from."""
+    """``remine``, ``self_mined``: FIFO of the agent's own episodes (successes and failures) the tree is mined
+    from (the window: 256 = the last 16 updates at 16 episodes per update)."""
     window: int = 5
     """Updates in the moving average of training success (curves, final success, episodes-to-threshold)."""
     thresholds: tuple[float, ...] = (0.1, 0.3)
@@ -179,6 +184,11 @@ class ClaimConfig:
         unknown = sorted(set(self.arms) - set(ARMS))
         if unknown:
             raise ConfigError(f"unknown arms {unknown}", fix=f"use some of {list(ARMS)}")
+        if self.remine_every < 1 or self.remine_buffer < 1:
+            raise ConfigError(
+                f"remine_every = {self.remine_every}, remine_buffer = {self.remine_buffer}",
+                fix="use >= 1 for both (updates between re-mines, episodes in the window)",
+            )
         if not 1 <= self.workers <= 2:
             raise ConfigError(f"workers = {self.workers}", fix="use 1 or 2 (the machine is shared)")
         if "outcome" not in self.arms:

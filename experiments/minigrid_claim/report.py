@@ -29,14 +29,15 @@ LABELS = {
     "xtree_contrastive_gated": "+ X-Tree, contrastive gated", "xtree_contrastive_normalized":
     "+ X-Tree, contrastive normalized", "xtree_potential": "+ X-Tree, potential-based",
     "random_tree_contrastive_gated": "+ random tree, contrastive gated",
+    "self_mined": "+ self-mined tree (own episodes)",
 }  # fmt: skip
 COLORS = {
     "outcome": "tab:gray", "xtree": "tab:green", "random_tree": "tab:orange", "xtree_normalized": "tab:blue",
     "xtree_gated": "tab:purple", "xtree_annealed": "tab:cyan", "subgoal": "tab:red", "remine": "tab:brown",
     "xtree_contrastive_gated": "tab:olive", "xtree_contrastive_normalized": "tab:pink", "xtree_potential": "black",
-    "random_tree_contrastive_gated": "gold",
+    "random_tree_contrastive_gated": "gold", "self_mined": "darkgreen",
 }  # fmt: skip
-CONTROLS = ("random_tree", "subgoal", "remine")
+CONTROLS = ("random_tree", "subgoal", "remine", "self_mined")
 """Arms also compared with the X-Tree arm (does the mined structure beat them?)."""
 
 

@@ -301,7 +301,7 @@ def config_from_args(a: argparse.Namespace) -> ClaimConfig:
         over["group_sizes"] = _ints(a.group_sizes)
     if a.arms:
         over["arms"] = tuple(x.strip() for x in a.arms.split(",") if x.strip())
-    for name in ("updates", "workers"):
+    for name in ("updates", "workers", "remine_every", "remine_buffer"):
         if getattr(a, name) is not None:
             over[name] = getattr(a, name)
     return dataclasses.replace(cfg, **over)
@@ -325,6 +325,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-steps", type=int, default=None, help="episode step limit (default per env)")
     p.add_argument("--out", default=None, help="output folder (default results/minigrid_claim[_smoke|_ENV])")
     p.add_argument("--workers", type=int, default=None, help="worker processes, 1 or 2")
+    p.add_argument(
+        "--remine-every", type=int, default=None, help="arms remine, self_mined: updates between re-mines"
+    )
+    p.add_argument(
+        "--remine-buffer", type=int, default=None, help="arms remine, self_mined: episodes in the window"
+    )
     p.add_argument("--resume", action="store_true", help="keep the runs already in OUT/runs.jsonl")
     a = p.parse_args(argv)
     try:

@@ -22,11 +22,12 @@ import torch
 
 from xtree_gym.agents.grpo.advantages import grouped_advantages
 from xtree_gym.agents.grpo.losses import clipped_policy_loss
+from xtree_gym.agents.grpo.remine import NO_BONUS, SelfMined, self_mine
 from xtree_gym.corpus import Step, Trajectory
 from xtree_gym.mining.tree import XTree
 from xtree_gym.rewards import lambda_g, sequence_bonus
 from xtree_gym.rewards.contrastive import NodeValueBonus
-from xtree_gym.rewards.modes import CONTRASTIVE_MODES, max_episode_bonus, shaped_group_rewards
+from xtree_gym.rewards.modes import AUTO_MODE, CONTRASTIVE_MODES, max_episode_bonus, shaped_group_rewards
 from xtree_gym.wrappers.discrete import xtree_discrete
 
 from .config import ARM_SPECS, SUBGOALS
@@ -76,11 +77,11 @@ class RunSpec:
     subgoals: tuple[str, ...] = SUBGOALS
     """Arm ``subgoal``: the env's hand-named subgoal tokens (each paid once per episode)."""
     remine_every: int = 4
-    """Arm ``remine``: updates between re-minings."""
+    """Arms ``remine``, ``self_mined``: updates between re-minings."""
     remine_buffer: int = 256
-    """Arm ``remine``: FIFO of own episodes mined."""
+    """Arms ``remine``, ``self_mined``: FIFO of own episodes mined."""
     miner: tuple[tuple[str, Any], ...] = ()
-    """Arm ``remine``: MinerConfig fields (as pairs, so the spec stays hashable)."""
+    """Arms ``remine``, ``self_mined``: MinerConfig fields (as pairs, so the spec stays hashable)."""
     train_seeds: tuple[int, ...] = ()
     """Env seeds training tasks are drawn from (empty: 0..9999)."""
     eval_seeds: tuple[int, ...] = ()
@@ -251,13 +252,20 @@ def update(
 
 
 def batch_rewards(
-    eps: list[Episode], n: int, arm: str, lambda0: float, w_ref: float, **design: float
+    eps: list[Episode],
+    n: int,
+    arm: str,
+    lambda0: float,
+    w_ref: float,
+    mode: str | None = None,
+    **design: float,
 ) -> tuple[list[float], list[float]]:
     """Each group of ``n`` consecutive episodes rewarded by the arm's bonus mode; returns (rewards, weight per group).
 
     The outcome-only arm uses R_out alone; its λ_g is still reported (what Eq. 3 would weigh).
     Other arms go through :func:`xtree_gym.rewards.modes.shaped_group_rewards` (``eq3``: Eq. 3 itself)
-    with ``design`` its parameters (``max_bonus``, ``margin``, ``best_win_rate``, ``progress``).
+    with ``design`` its parameters (``max_bonus``, ``margin``, ``best_win_rate``, ``progress``). ``mode``
+    overrides the arm's (``self_mined``: the mode picked at the last re-mine; ``none``: R_out alone).
 
     Example:
         >>> e = [Episode([], [], [], r, r > 0, b) for r, b in [(0.0, 2.0), (0.0, 0.0), (0.9, 1.0), (0.0, 3.0)]]
@@ -268,14 +276,14 @@ def batch_rewards(
         >>> batch_rewards(e, 2, "xtree_gated", 0.75, 0.4)
         ([1.5, 0.0, 0.9, 0.0], [0.75, 0.0])
     """
-    mode = ARM_SPECS[arm][1]
+    mode = mode or ARM_SPECS[arm][1]
     rewards: list[float] = []
     lams: list[float] = []
     for g in range(0, len(eps), n):
         grp = eps[g : g + n]
         out = [e.reward for e in grp]
         won = [e.won for e in grp]
-        if arm == "outcome":
+        if arm == "outcome" or mode in (NO_BONUS, AUTO_MODE):
             lams.append(lambda_g(sum(won) / len(grp), lambda0, w_ref))
             rewards.extend(out)
             continue
@@ -300,10 +308,13 @@ def evaluate(policy: torch.nn.Module, spec: RunSpec, gen: torch.Generator) -> fl
 
 
 class InLoopTree:
-    """Arm ``remine``: the tree mined every ``remine_every`` updates from a FIFO of the agent's own episodes.
+    """Arms ``remine`` and ``self_mined``: the tree mined every ``remine_every`` updates from a FIFO of the agent's
+    own episodes. Nothing privileged goes in: only the policy's rollouts, successes and failures both kept.
 
-    No tree (no bonus) until the buffer holds a success; successes and failures are both kept (the
-    miner's success term needs both labels). Nothing privileged goes in: only the policy's rollouts.
+    ``remine``: no tree (no bonus) until the buffer holds a success; Eq. 3 with the depth design.
+    ``self_mined``: :func:`xtree_gym.agents.grpo.remine.self_mine` (the product's rule, not a copy): the tree
+    valued on the same buffer, the mode re-picked by ``auto``'s rule (both labels ``contrastive_gated``,
+    successes only ``eq3``, no success ``none``: R_out alone); :attr:`log` keeps each re-mine's record.
     """
 
     def __init__(self, spec: RunSpec) -> None:
@@ -313,6 +324,8 @@ class InLoopTree:
         self.config = MinerConfig(**dict(spec.miner))
         self.buffer: deque[Trajectory] = deque(maxlen=spec.remine_buffer)
         self.tree: XTree | None = None
+        self.mined: SelfMined | None = None
+        self.log: list[dict[str, Any]] = []
 
     def observe(self, eps: list[Episode], update_index: int) -> None:
         """Add the batch; re-mine after every ``remine_every``-th update."""
@@ -322,8 +335,30 @@ class InLoopTree:
             steps = [Step(t, token=t) for t in e.tokens]
             self.buffer.append(Trajectory(f"u{update_index}-{k}", steps, e.won, env=self.spec.env_id,
                                           task=self.spec.env_id, reward=e.reward))  # fmt: skip
-        if (update_index + 1) % self.spec.remine_every == 0 and any(t.success for t in self.buffer):
+        if (update_index + 1) % self.spec.remine_every:
+            return
+        if self.spec.arm == "self_mined":
+            self.mined = self_mine(list(self.buffer), self.config, name="minigrid-self-mined")
+            self.tree = self.mined.tree
+            self.log.append({"update": update_index + 1, **self.mined.record()})
+        elif any(t.success for t in self.buffer):
             self.tree = mine(list(self.buffer), self.config, name="minigrid-in-loop")
+
+    @property
+    def mode(self) -> str | None:
+        """The bonus mode now (``self_mined``: ``none`` until the first re-mine); None: the arm's own."""
+        if self.spec.arm != "self_mined":
+            return None
+        return self.mined.mode if self.mined is not None else NO_BONUS
+
+    def bonus(self, tokens: list[str]) -> float:
+        """Σ b_v of one episode under the current tree (0 without one, or in mode ``none``)."""
+        if self.tree is None or self.mode == NO_BONUS:
+            return 0.0
+        values = self.mined.values if self.mined is not None else None
+        if values is None:
+            return sequence_bonus(self.tree, tokens).total
+        return sequence_bonus(self.tree, tokens, NodeValueBonus(values), nesting=True).total
 
 
 def post_hoc_bonus(spec: RunSpec, eps: list[Episode], loop: InLoopTree | None) -> None:
@@ -331,8 +366,8 @@ def post_hoc_bonus(spec: RunSpec, eps: list[Episode], loop: InLoopTree | None) -
     for e in eps:
         if spec.arm == "subgoal":
             e.bonus = subgoal_bonus(e.tokens, spec.subgoal_value, spec.subgoals)
-        elif loop is not None and loop.tree is not None:
-            e.bonus = sequence_bonus(loop.tree, e.tokens).total
+        elif loop is not None:
+            e.bonus = loop.bonus(e.tokens)
 
 
 def _design(
@@ -359,7 +394,7 @@ def train_run(spec: RunSpec, tree: XTree | None) -> dict[str, Any]:
     opt = torch.optim.Adam(policy.parameters(), lr=spec.lr)
     groups = spec.batch_episodes // spec.n
     task_rng = np.random.default_rng(1_000_003 * spec.seed + 7)
-    loop = InLoopTree(spec) if spec.arm == "remine" else None
+    loop = InLoopTree(spec) if spec.arm in ("remine", "self_mined") else None
     values = node_values(spec, tree)
     curve: dict[str, list[float]] = {
         k: [] for k in ("success", "lambda_g", "bonus", "all_fail", "no_signal", "length", "tree_nodes")
@@ -376,7 +411,7 @@ def train_run(spec: RunSpec, tree: XTree | None) -> dict[str, Any]:
         seeds = [int(s) for s in tasks for _ in range(spec.n)]
         eps = rollout(policy, envs, seeds, gen)
         post_hoc_bonus(spec, eps, loop)
-        rewards, lams = batch_rewards(eps, spec.n, spec.arm, spec.lambda0, spec.w_ref,
+        rewards, lams = batch_rewards(eps, spec.n, spec.arm, spec.lambda0, spec.w_ref, loop.mode if loop else None,
                                       **_design(spec, u, best, loop, values))  # fmt: skip
         adv = grouped_advantages(rewards, [i // spec.n for i in range(len(eps))])
         update(policy, opt, eps, adv, spec.epochs)
@@ -405,4 +440,5 @@ def train_run(spec: RunSpec, tree: XTree | None) -> dict[str, Any]:
         "curve": curve,
         "eval_success": eval_success,
         "seconds": time.perf_counter() - t0,
+        **({"remines": loop.log} if loop is not None and loop.log else {}),
     }

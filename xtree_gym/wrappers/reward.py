@@ -89,10 +89,12 @@ def _goal_options(info: Mapping[str, Any]) -> frozenset[str] | None:
     return frozenset(opts) if isinstance(opts, (list, tuple, set, frozenset, Mapping)) else None
 
 
-def _load_tree(tree: XTree | str | os.PathLike[str]) -> XTree:
-    if isinstance(tree, (str, os.PathLike)):
-        from ..mining.tree import XTree
+def _load_tree(tree: XTree | str | os.PathLike[str] | None) -> XTree:
+    from ..mining.tree import XTree
 
+    if tree is None:  # no tree yet (:meth:`XTreeBonus.self_mine` mines one): pays nothing
+        return XTree([])
+    if isinstance(tree, (str, os.PathLike)):
         return XTree.load(tree)
     return tree
 
@@ -134,6 +136,10 @@ class XTreeBonus(gym.Wrapper):
     ``episode_bonus`` with (:func:`~xtree_gym.rewards.modes.shaped_group_rewards` ``mode=env.bonus_mode``);
     without both (or without a corpus) the ``bonus`` design is paid and :attr:`bonus_mode` is ``eq3``.
 
+    ``tree=None`` starts with no tree (nothing is paid) for an agent that mines its own: :meth:`self_mine`
+    (between episodes) mines a tree from a rollout buffer of its episodes and values it on them, the rule of
+    ``xtree train rlvr --remine-every K`` (:func:`~xtree_gym.agents.grpo.remine.self_mine`).
+
     ``bonus`` is a b_v design (``"depth"``, ``"webshop"`` or a callable); the WebShop design reads the
     goal's option types from the reset info (``goal_options`` or ``goal["goal_options"]``). An action
     the env flags as invalid (``invalid_fn(obs, info)``, by default :func:`is_invalid` on ``info``)
@@ -166,7 +172,7 @@ class XTreeBonus(gym.Wrapper):
     def __init__(
         self,
         env: gym.Env,
-        tree: XTree | str | os.PathLike[str],
+        tree: XTree | str | os.PathLike[str] | None,
         bonus: str | BonusDesign = "depth",
         weight: str | float = "record",
         *,
@@ -188,6 +194,7 @@ class XTreeBonus(gym.Wrapper):
         super().__init__(env)
         self.tree = _load_tree(tree)
         self.bonus_mode = "eq3"
+        self._own_design = resolve_bonus(bonus)  # what a self-mined tree pays under ``eq3``
         if tree_corpus is not None and node_values is None:
             node_values = self._auto_values(tree_corpus)
         if node_values is not None:
@@ -210,9 +217,7 @@ class XTreeBonus(gym.Wrapper):
                 fix="use a margin > 0 and 0 < γ <= 1",
             )
         self.potential_margin, self.gamma = float(potential_margin), float(gamma)
-        self._b_max = float(
-            sum(max(0.0, self.design(n, BonusContext(t=max(1, n.length)))) for n in self.tree.nodes)
-        )
+        self._b_max = self._max_bonus()
         self._phi = 0.0  # Φ(s) of the current state (weight "potential")
         lambda_g(0.0, lambda0, w_ref)  # validates w_ref
         if matching not in MATCHING:
@@ -236,6 +241,31 @@ class XTreeBonus(gym.Wrapper):
             None if isinstance(weight, str) else float(weight)
         )  # set at reset if running
         self._matched: tuple[str, ...] = ()
+
+    def _max_bonus(self) -> float:
+        """B_max: Σ b_v over the tree's nodes, each read at its largest (weight ``potential``)."""
+        return float(sum(max(0.0, self.design(n, BonusContext(t=max(1, n.length)))) for n in self.tree.nodes))
+
+    def self_mine(self, episodes: Iterable[Any], config: Any, *, mode: str = "auto") -> Any:
+        """Replace the tree by one mined from ``episodes`` (labelled trajectories or a
+        :class:`~xtree_gym.agents.grpo.remine.RolloutBuffer` of the agent's own) and valued on them; call it
+        between episodes. ``auto``: both labels -> contrastive values, :attr:`bonus_mode` ``contrastive_gated``;
+        successes only -> the ``bonus`` design, ``eq3``; no success -> nothing paid, ``none``. Returns the
+        :class:`~xtree_gym.agents.grpo.remine.SelfMined` record (tree size, mode, successes, failures).
+        """
+        from ..agents.grpo.remine import NO_BONUS, self_mine
+        from ..rewards.contrastive import NodeValueBonus
+
+        trajs = episodes.trajectories() if hasattr(episodes, "trajectories") else list(episodes)
+        got = self_mine(trajs, config, mode=mode)
+        self.tree, self.bonus_mode = got.tree, got.mode
+        values = {} if got.mode == NO_BONUS else got.values
+        self.design = self._own_design if values is None else NodeValueBonus(values)
+        self.nesting = default_nesting(self.design)
+        self._b_max = self._max_bonus()
+        self._nodes = {n.id: n for n in self.tree.nodes}
+        self._matcher = self.tree.matcher()
+        return got
 
     def _auto_values(self, tree_corpus: str | os.PathLike[str] | Iterable[Any]) -> dict[str, float] | None:
         """The default bonus mode (``auto``): contrastive node values when the corpus holds successes and

@@ -168,11 +168,14 @@ class GRPOConfig:
 
     # --- the in-loop tree
     remine_every: int = 0
-    """Re-mine the tree every K steps from the FIFO buffer of own rollouts (0 = fixed tree)."""
+    """Re-mine the tree every K steps from the FIFO buffer of own rollouts (0 = fixed tree), and value it on that
+    buffer (contrastive values, ``auto``'s pick: both labels ``contrastive_gated``, successes only ``eq3``, no
+    success no bonus). Without ``tree``: outcome only for K steps, then the tree mined from own episodes."""
     remine_buffer: int = 512
     """Episodes kept in that FIFO buffer (successes and failures, labelled)."""
     miner: str | None = None
-    """Miner preset for re-mining; default the tree's own miner config (else the domain's preset)."""
+    """Miner preset for re-mining, optionally with overrides (``webshop:min_freq=2``); default the tree's own
+    miner config (else the domain's preset)."""
 
     # --- evaluation, logging, checkpoints
     eval_every: int = 0
@@ -319,17 +322,29 @@ def check_config(cfg: GRPOConfig) -> None:
             fix="use a value in [0, 1), e.g. 0.2",
         )
     check_bonus_mode(cfg.bonus_mode, cfg.bonus_margin, cfg.bonus_anneal_end, auto=True)  # issues 23, 34
-    if cfg.shaping == "xtree" and cfg.bonus_mode in CONTRASTIVE_MODES and not cfg.tree_corpus:
+    self_mined = bool(cfg.remine_every) and not cfg.tree  # the tree and its values come from own episodes
+    if (
+        cfg.shaping == "xtree"
+        and cfg.bonus_mode in CONTRASTIVE_MODES
+        and not cfg.tree_corpus
+        and not self_mined
+    ):
         raise ConfigError(
             f"bonus mode {cfg.bonus_mode!r} weighs each node by how it separates the tree's successes from its failures",
-            fix="pass --tree-corpus CORPUS.jsonl (the labelled corpus the tree was mined from)",
+            fix="pass --tree-corpus CORPUS.jsonl (the labelled corpus the tree was mined from), or drop --tree and"
+            " pass --remine-every K (the tree mined and valued on the run's own episodes)",
         )
-    if cfg.shaping == "xtree" and not cfg.tree:
-        raise ConfigError("shaping 'xtree' needs a tree", fix="pass --tree TREE.json (from `xtree mine`)")
+    if cfg.shaping == "xtree" and not cfg.tree and not self_mined:
+        raise ConfigError(
+            "shaping 'xtree' needs a tree",
+            fix="pass --tree TREE.json (from `xtree mine`), or --remine-every K to mine one from the run's own episodes",
+        )
     if cfg.opsd in ("xtree", "scrambled") and not cfg.tree:
         raise ConfigError(f"opsd {cfg.opsd!r} needs a tree for its cards", fix="pass --tree TREE.json")
-    if cfg.remine_every and not cfg.tree and not cfg.miner:
-        raise ConfigError("remine_every needs a tree or a miner preset", fix="pass --tree or --miner")
+    if cfg.miner:
+        from .remine import miner_from_spec
+
+        miner_from_spec(cfg.miner)  # one error for a bad preset or override, before any model is built
     check_model_fields(cfg)
     if cfg.opsd not in OPSD_BANKS and not Path(cfg.opsd).is_file():
         raise ConfigError(

@@ -50,7 +50,7 @@ from .learning_signal import SignalWatch, signal_counts, step_signal
 from .losses import clipped_policy_loss, k3_kl, loss_weights, opsd_term, opsd_zero_gradient
 from .opsd import TeacherContext, make_card_fn
 from .policy import build_models, ema_update, make_accelerator, sequence_logps
-from .remine import RolloutBuffer, node_diff, remine
+from .remine import NO_BONUS, RolloutBuffer, mined_state, miner_from_spec, node_diff, self_mine
 from .rows import Row, collate, make_rows, micro_batches, place_rows, teacher_to_student
 from .schedule import lr_at
 from .shaping import SegCostShaping, StepRewards, plain_rewards, xtree_bonuses, xtree_rewards
@@ -125,8 +125,12 @@ class GRPOTrainer:
                               fix="report this: the launcher's FSDP config did not reach the model")  # fmt: skip
         self._values: Any = None  # contrastive b_v of the current tree (bonus modes contrastive_*, potential)
         self._tree_trajs: list[Any] | None = None
+        self._mined_trajs: list[Any] | None = None  # the buffer a re-mined tree was mined (and is valued) on
         self.tree = self._load_tree(self.cfg.tree)
         self.cfg = dataclasses.replace(self.cfg, bonus_mode=self._pick_bonus_mode())  # config.json says which
+        self.bonus_mode = self.cfg.bonus_mode  # in use now; self-mined ``auto``: re-picked at every re-mine
+        if self.bonus_mode == "auto":
+            self.bonus_mode = NO_BONUS  # no tree yet: outcome only until the first re-mine
         self.segcost = (
             SegCostShaping(self.cfg.max_steps or 30, self.cfg.segcost_lam, self.cfg.segcost_buffer)
             if self.cfg.shaping == "segcost"
@@ -320,7 +324,7 @@ class GRPOTrainer:
     def rewards(self, episodes: Sequence[Episode]) -> StepRewards:
         """Outcome − invalid penalty + the configured shaping, per episode."""
         cfg = self.cfg
-        if cfg.shaping == "xtree":
+        if cfg.shaping == "xtree" and self.tree is not None and self.bonus_mode != NO_BONUS:
             design = self._node_values() or cfg.bonus or "depth"
             bonuses = xtree_bonuses(episodes, self.tree, bonus=design, matching=cfg.matching)
             return xtree_rewards(
@@ -330,7 +334,7 @@ class GRPOTrainer:
                 lambda0=cfg.lambda0,
                 w_ref=cfg.w_ref or 0.4,
                 outcome=cfg.outcome or "env",
-                mode=cfg.bonus_mode,
+                mode=self.bonus_mode,
                 **self._bonus_design(),
             )
         if cfg.shaping == "segcost":
@@ -356,6 +360,11 @@ class GRPOTrainer:
         cfg = self.cfg
         if cfg.bonus_mode != AUTO_MODE or cfg.shaping != "xtree":
             return pick_bonus_mode(cfg.bonus_mode, None)  # no bonus to shape: no corpus to read
+        if self.tree is None:  # self-mined: config.json keeps ``auto``, metrics say each pick
+            if self.acc.is_main_process:
+                print(f"bonus mode auto: no tree yet, outcome only until step {cfg.remine_every}; then picked at "
+                      "each re-mine from the run's own episodes", file=sys.stderr)  # fmt: skip
+            return AUTO_MODE
         won = [bool(t.success) for t in self._tree_trajectories()] if cfg.tree_corpus else None
         mode = pick_bonus_mode(AUTO_MODE, won)
         if self.acc.is_main_process:
@@ -369,29 +378,30 @@ class GRPOTrainer:
         computed once per tree; None for the other modes."""
         from ...rewards.modes import CONTRASTIVE_MODES
 
-        if self.cfg.bonus_mode not in CONTRASTIVE_MODES:
+        if self.bonus_mode not in CONTRASTIVE_MODES:
             return None
         if self._values is None:
             from ...rewards.contrastive import NodeValueBonus, corpus_values
 
-            self._values = NodeValueBonus(corpus_values(self.tree, self._tree_trajectories()))
+            trajs = self._mined_trajs if self._mined_trajs is not None else self._tree_trajectories()
+            self._values = NodeValueBonus(corpus_values(self.tree, trajs))
         return self._values
 
     def _bonus_design(self) -> dict[str, float]:
         """Parameters of a non-Eq. 3 bonus mode (issue 23): B_max, margin, progress, best win rate so far."""
         cfg = self.cfg
-        if cfg.bonus_mode == "eq3":
+        if self.bonus_mode == "eq3":
             return {}
-        if cfg.bonus_mode in ("contrastive_normalized", "potential"):
+        if self.bonus_mode in ("contrastive_normalized", "potential"):
             return {"max_bonus": self._node_values().total(), "margin": cfg.bonus_margin}
-        if cfg.bonus_mode == "normalized":
+        if self.bonus_mode == "normalized":
             from ...rewards.modes import max_episode_bonus
 
             return {
                 "max_bonus": max_episode_bonus(self.tree, cfg.bonus or "depth"),
                 "margin": cfg.bonus_margin,
             }
-        if cfg.bonus_mode == "annealed":
+        if self.bonus_mode == "annealed":
             return {"best_win_rate": self.best_win_rate, "progress": self.step / cfg.steps,
                     "anneal_end": cfg.bonus_anneal_end}  # fmt: skip
         return {}
@@ -618,28 +628,28 @@ class GRPOTrainer:
         if step % self.cfg.remine_every:
             return {}
         old = self.tree
-        new = remine(self.buffer, self.miner_config(), name=f"remined-{step}")
-        diff = node_diff(old, new)
-        self.tree = new
-        self._values = None  # contrastive values are per node of a tree: the new tree's, over the same corpus
+        got = self_mine(self.buffer.trajectories(), self.miner_config(), mode=self.cfg.bonus_mode,
+                        name=f"remined-{step}")  # fmt: skip
+        diff = node_diff(old, got.tree)
+        self.tree, self.bonus_mode = got.tree, got.mode
+        self._mined_trajs = self.buffer.trajectories()  # the new tree's corpus: its values and usage read it
+        self._values = None  # per node of a tree: re-keyed to the new tree, valued on the buffer
+        if self.acc.is_main_process and self.cfg.shaping == "xtree" and got.mode == NO_BONUS:
+            print(f"step {step}: the re-mining buffer holds no success ({got.failures} failures): no bonus, "
+                  "outcome only until one is in the window", file=sys.stderr)  # fmt: skip
         if self.teacher is not None:  # the cards follow the tree
             from ...render.stats import CorpusUsage
 
-            usage = CorpusUsage.build(new, self.buffer.trajectories()) if len(new) else None
+            usage = CorpusUsage.build(got.tree, self._mined_trajs) if len(got.tree) else None
             self.teacher = self._teacher_context(usage)
-        return {
-            "nodes": len(new),
-            "nodes_came": diff["came"],
-            "nodes_went": diff["went"],
-            "nodes_stayed": diff["stayed"],
-        }
+        return {**got.record(), **{f"nodes_{k}": v for k, v in diff.items()}}
 
     def miner_config(self) -> Any:
         """The re-miner's config: ``miner`` preset, else the starting tree's, else the domain's."""
         from ...mining.config import MinerConfig
 
         if self.cfg.miner:
-            return MinerConfig.preset(self.cfg.miner)
+            return miner_from_spec(self.cfg.miner)
         own = self.tree.miner_config if self.tree is not None else None
         if own is not None:
             return own
@@ -723,6 +733,8 @@ class GRPOTrainer:
         if (path / "tree.json").is_file():
             self.tree = self._load_tree(str(path / "tree.json"))
             self._values = None
+            if "self_mined" in self.tree.extra:  # a re-mined tree: its mode and values on its own buffer
+                self.bonus_mode, self._values = mined_state(self.tree)
         if self.buffer is not None and (path / "buffer.jsonl").is_file():
             lines = (path / "buffer.jsonl").read_text(encoding="utf-8").splitlines()
             self.buffer.load_state([json.loads(x) for x in lines if x.strip()])
