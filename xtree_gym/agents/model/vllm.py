@@ -217,8 +217,8 @@ def push_weights_to_vllm(gen: Any, model: Any) -> int:
     llm = getattr(gen, "llm", None)
     if llm is None:
         raise ConfigError(
-            "this vLLM server generator has no weight sync",
-            fix="build it with vllm_sync.server_generator (--vllm-server URL), or use the offline engine",
+            "weights can only be pushed to an in-process vLLM engine, or to servers with a weight sync",
+            fix="use --vllm-server URL (vllm_sync.server_generator), or the offline engine (no server_url)",
         )
     executor = getattr(llm.llm_engine, "model_executor", None)
     worker = getattr(executor, "driver_worker", None)
