@@ -169,6 +169,11 @@ def test_server_follows_the_trainer_after_each_step(server, tmp_path) -> None:
 
     url, proc = server
     os.environ.setdefault("JAVA_TOOL_OPTIONS", "-Xmx1g")
+    from xtree_gym.agents.model.vllm_sync import http_json
+
+    assert (
+        http_json(url, "/get_world_size?include_dp=false")["world_size"] == 1
+    )  # the NCCL transport reads it
     trainer = GRPOTrainer(_config(url, tmp_path / "full"))
     prompt, completion = _fixed_pair(trainer.tokenizer)
     now = _trainer_logprobs(trainer.policy, prompt, completion)
@@ -201,3 +206,37 @@ def test_server_follows_the_trainer_after_each_step(server, tmp_path) -> None:
         trainer.train_step()
     assert "not answering" in str(err.value) and "--resume" in str(err.value)
     assert time.monotonic() - t0 < 120
+
+
+@pytest.mark.vllm
+def test_nccl_transport_source_declares_what_it_sends() -> None:
+    """The GPU transport cannot run here (no GPU, no NCCL); what can: its ``WeightSource`` passes vLLM 0.32's own
+    check that iteration matches ``metadata()`` (name, dtype, shape; what sizes the NCCL receive buffers), for a
+    plain and a LoRA model, and ``auto`` picks it on a GPU."""
+    torch = pytest.importorskip("torch")
+    peft = pytest.importorskip("peft")
+    from vllm.distributed.weight_transfer.nccl_engine import (
+        NCCLTrainerInitInfo,
+        NCCLTrainerWeightTransferEngine,
+    )
+
+    from xtree_gym.agents.model.vllm_sync import FilesTransport, NcclTransport, make_transport, push_source
+
+    net = torch.nn.Sequential(torch.nn.Embedding(11, 6), torch.nn.Linear(6, 5), torch.nn.Linear(5, 11))
+    lora = peft.get_peft_model(
+        torch.nn.Sequential(torch.nn.Embedding(11, 6), torch.nn.Linear(6, 5), torch.nn.Linear(5, 11)),
+        peft.LoraConfig(r=2, lora_alpha=4, target_modules=["1", "2"], init_lora_weights=False),
+    )
+    for model, n in ((net, 5), (lora, 5)):
+        source = push_source(model)
+        meta = source.metadata()
+        sent = list(NCCLTrainerWeightTransferEngine._checked_iter(source, meta))  # raises on any mismatch
+        assert len(sent) == len(meta) == n and [m.name for m in meta] == [name for name, _ in sent]
+        assert len(list(source)) == n  # a fresh pass each push
+    assert NCCLTrainerInitInfo(master_address="127.0.0.1", master_port=1, world_size=2, rank=0).is_sender
+    assert isinstance(
+        make_transport("auto", ["http://h:1"], sync_dir=".", rank=0, on_gpu=True), NcclTransport
+    )
+    assert isinstance(
+        make_transport("auto", ["http://h:1"], sync_dir=".", rank=0, on_gpu=False), FilesTransport
+    )
