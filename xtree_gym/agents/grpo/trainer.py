@@ -253,12 +253,8 @@ class GRPOTrainer:
         stop = tuple(getattr(self.harness, "stop", ()) or ())
         sampling: dict[str, Any] = {"temperature": cfg.temperature, "top_p": cfg.top_p,
                                      "max_new_tokens": cfg.max_new_tokens}  # fmt: skip
-        if (
-            cfg.backend == "vllm"
-        ):  # one engine per rank (or a server), built once; its weights follow every update
-            if (
-                self._vllm is None and cfg.vllm_server
-            ):  # model/vllm_sync.py: it pushes before the first rollout
+        if cfg.backend == "vllm":  # one engine per rank, or servers; its weights follow every update
+            if self._vllm is None and cfg.vllm_server:  # model/vllm_sync.py: pushes before the first rollout
                 self._vllm = trainer_server_generator(self, stop=stop, seed=seed, **sampling)
             if self._vllm is None:
                 from ..model.loading import smollm2_folder
