@@ -126,6 +126,7 @@ def _evaluate(args: argparse.Namespace, harness_args: dict[str, Any], sampling: 
         episode_timeout=args.episode_timeout,
         seed=args.seed,
         progress=None,
+        env_servers=args.env_servers,
     )
 
 
@@ -182,6 +183,12 @@ def register_cli(subparsers: Any, collect_subparsers: Any) -> None:
     p.add_argument("--device", default="cpu", help="cpu or cuda")
     p.add_argument("--workers", type=int, default=0, help="env subprocesses (0 = in-process)")
     p.add_argument(
+        "--env-servers",
+        metavar="URL[,URL...]",
+        help="play each episode on one of these `xtree serve` servers (least loaded first) instead of a "
+        "local env; a token goes in $XTREE_SERVE_TOKEN",
+    )
+    p.add_argument(
         "--step-timeout",
         type=timeout_seconds,
         default=DEFAULT_STEP_TIMEOUT_S,
@@ -194,3 +201,45 @@ def register_cli(subparsers: Any, collect_subparsers: Any) -> None:
         help=f"seconds an episode may take (default {DEFAULT_EPISODE_TIMEOUT_S:g}; 0 = none)",
     )
     p.set_defaults(func=_handler)
+    _register_serve(subparsers)
+
+
+def _serve_handler(args: argparse.Namespace) -> int:
+    from ...errors import require_extra
+
+    require_extra("interop", ("fastapi", "uvicorn", "openenv", "websockets", "httpx"), "xtree serve")
+    require_extra("gym", ("gymnasium",), "xtree serve")
+    from .serve import serve
+
+    try:
+        serve(
+            args.env_id, host=args.host, port=args.port, env_args=parse_env_args(args.env_arg),
+            max_sessions=args.max_sessions, token_file=args.token_file,
+        )  # fmt: skip
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def _register_serve(subparsers: Any) -> None:
+    """Add ``xtree serve``."""
+    from .serve import DEFAULT_MAX_SESSIONS, DEFAULT_PORT
+
+    p = subparsers.add_parser(
+        "serve",
+        help="serve an env (OpenEnv routes, /health, and the sessions of --env-servers rollouts)",
+        description="Serve ENV_ID over HTTP/WebSocket: OpenEnv's /ws, /reset, /step; GET /health; and "
+        "/xtree/ws, the sessions `xtree eval` / `xtree train rlvr --env-servers URL` play episodes over.",
+    )
+    p.add_argument("env_id", metavar="ENV_ID", help="e.g. XTree-ScienceWorld-v0, XTree-WebShop-v0")
+    p.add_argument("--host", default="127.0.0.1", help="default 127.0.0.1; any other needs --token-file")
+    p.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"default {DEFAULT_PORT}; 0 = any free port"
+    )
+    p.add_argument("--env-arg", action="append", metavar="K=V", help="env constructor argument (repeatable)")
+    p.add_argument(
+        "--max-sessions", type=int, default=DEFAULT_MAX_SESSIONS,
+        help=f"sessions open at once (default {DEFAULT_MAX_SESSIONS}); one more is refused 'server busy'",
+    )  # fmt: skip
+    p.add_argument("--token-file", metavar="F", help="every client must send this file's token (Bearer)")
+    p.set_defaults(func=_serve_handler)
