@@ -43,7 +43,8 @@ class Server:
     def __init__(self, env_id: str, *args: str, log: Path, env: dict[str, str] | None = None) -> None:
         cmd = [sys.executable, "-m", "xtree_gym", "serve", env_id, "--port", "0", *args]
         self.log = log
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(log, "w"), env=env, cwd=ROOT)
+        with open(log, "w") as err:  # the child keeps its own copy of the descriptor
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=ROOT)
         self.url = self._wait()
 
     def _wait(self, limit: float = 240.0) -> str:

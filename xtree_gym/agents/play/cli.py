@@ -211,13 +211,10 @@ def _serve_handler(args: argparse.Namespace) -> int:
     require_extra("gym", ("gymnasium",), "xtree serve")
     from .serve import serve
 
-    try:
-        serve(
-            args.env_id, host=args.host, port=args.port, env_args=parse_env_args(args.env_arg),
-            max_sessions=args.max_sessions, token_file=args.token_file,
-        )  # fmt: skip
-    except KeyboardInterrupt:
-        pass
+    serve(
+        args.env_id, host=args.host, port=args.port, env_args=parse_env_args(args.env_arg),
+        max_sessions=args.max_sessions, token_file=args.token_file,
+    )  # fmt: skip
     return 0
 
 

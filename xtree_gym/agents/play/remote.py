@@ -15,6 +15,7 @@ With a token (``XTREE_SERVE_TOKEN``) every connection carries ``Authorization: B
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -253,10 +254,8 @@ class RemoteHandle:
             self.servers.mark_down(self.url)
             self.servers.opened(self.url, -1)
         if self.ws is not None:
-            try:
+            with contextlib.suppress(Exception):
                 self.ws.close()
-            except Exception:  # noqa: BLE001 - a socket already broken
-                pass
         self.ws, self.url = None, None
 
     def _died(self, cmd: str) -> None:
@@ -267,10 +266,8 @@ class RemoteHandle:
         """Close the socket without a goodbye (the server closes the env when the socket ends)."""
         self.alive = False
         if self.ws is not None:
-            try:
+            with contextlib.suppress(Exception):
                 self.ws.close()
-            except Exception:  # noqa: BLE001 - a socket already broken
-                pass
             self.ws = None
         if self.url is not None:
             self.servers.opened(self.url, -1)
@@ -280,11 +277,10 @@ class RemoteHandle:
         if not self.alive:
             return
         if self.ws is not None:
-            try:
+            ended: tuple[type[BaseException], ...] = (TimeoutError, *_closed_errors())
+            with contextlib.suppress(*ended):  # a server gone meanwhile: nothing left to close
                 self.ws.send(json.dumps({"cmd": "close"}))
                 self.ws.recv(timeout=10.0)
-            except (TimeoutError, *_closed_errors()):
-                pass
         self.kill()
 
 

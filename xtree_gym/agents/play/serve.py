@@ -23,6 +23,7 @@ env is built or any frame is read, so nothing of an episode reaches a client wit
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import importlib
 import ipaddress
@@ -113,9 +114,11 @@ class _TokenGuard:
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         kind = scope["type"]
-        if kind not in ("http", "websocket") or scope.get("path") == HEALTH_PATH:
-            await self.app(scope, receive, send)
-        elif authorized(scope.get("headers", []), self.token):
+        if (
+            kind not in ("http", "websocket")
+            or scope.get("path") == HEALTH_PATH
+            or authorized(scope.get("headers", []), self.token)
+        ):
             await self.app(scope, receive, send)
         elif kind == "http":
             from fastapi.responses import JSONResponse
@@ -206,10 +209,8 @@ def add_session_routes(app: Any, env_id: str, env_args: Mapping[str, Any], count
 
     async def session(ws: WebSocket) -> None:
         await ws.accept()
-        try:
+        with contextlib.suppress(WebSocketDisconnect):
             await _session(ws, env_id, env_args, counter)
-        except WebSocketDisconnect:
-            pass
 
     # the class itself, not the string postponed annotations make of it: FastAPI resolves a string in
     # this module's globals, where fastapi is not imported (importing this module stays light)
