@@ -153,6 +153,14 @@ def test_a_server_back_up_is_used_again(servers) -> None:
     assert pool.pick() == a.url and not pool.down
 
 
+def test_a_registered_env_keeps_openenv_routes_beside_ours(servers) -> None:
+    s = servers("XTree-Countdown-v0")
+    health = httpx.get(s.url + "/health").json()  # ours, not OpenEnv's own /health
+    assert health == {"status": "ok", "env": "XTree-Countdown-v0", "sessions": 0, "max_sessions": 16}
+    r = httpx.post(s.url + "/reset", json={"seed": 0})  # OpenEnv's HTTP route, still served
+    assert r.status_code == 200 and "Target" in r.json()["observation"]["text"]
+
+
 def test_no_server_reachable_is_one_line(tmp_path: Path) -> None:
     responses = tmp_path / "r.json"
     responses.write_text(json.dumps(["<action>op(+, 1, 2)</action>"]))

@@ -203,6 +203,9 @@ def add_session_routes(app: Any, env_id: str, env_args: Mapping[str, Any], count
     """``GET /health`` and the ``/xtree/ws`` session route, on the FastAPI ``app``."""
     from fastapi import WebSocket, WebSocketDisconnect
 
+    # OpenEnv has a /health of its own ({"status": "healthy"}): ours, which says the env and load, replaces it
+    app.router.routes[:] = [r for r in app.router.routes if getattr(r, "path", None) != HEALTH_PATH]
+
     @app.get(HEALTH_PATH)
     def health() -> dict[str, Any]:
         return {"status": "ok", "env": env_id, "sessions": counter.open, "max_sessions": counter.limit}
