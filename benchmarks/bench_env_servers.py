@@ -26,7 +26,9 @@ def start_server(env_id: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
     import httpx
 
     with open(log, "w") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "xtree_gym", "serve", env_id, "--port", "0"], stderr=err)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "xtree_gym", "serve", env_id, "--port", "0"], stderr=err
+        )
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         found = re.search(r"at (http://127\.0\.0\.1:\d+)", log.read_text())

@@ -281,4 +281,9 @@ def test_scienceworld_eval_survives_a_server_killed_with_minus_9(servers, sciwor
     assert proc.returncode == 0, err
     rows = _eval_rows(out)
     assert len(rows) == 8
-    assert json.loads((out / "results.json").read_text())["episodes"] == 8
+    result = json.loads((out / "results.json").read_text())
+    assert result["episodes"] == 8 and result["faults"] >= 1  # the killed server's episodes in flight
+    from xtree_gym.agents.play.evaluate import read_episodes
+
+    faults = [e.fault for e in read_episodes(out / "episodes.jsonl") if e.fault]
+    assert len(faults) == result["faults"] and all(f"env server {a.url}" in f for f in faults), faults

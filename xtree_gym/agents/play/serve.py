@@ -212,7 +212,8 @@ def add_session_routes(app: Any, env_id: str, env_args: Mapping[str, Any], count
 
     async def session(ws: WebSocket) -> None:
         await ws.accept()
-        with contextlib.suppress(WebSocketDisconnect):
+        # a client that left mid-answer is not an error (RuntimeError/OSError: a send to a closed socket)
+        with contextlib.suppress(WebSocketDisconnect, RuntimeError, OSError):
             await _session(ws, env_id, env_args, counter)
 
     # the class itself, not the string postponed annotations make of it: FastAPI resolves a string in
