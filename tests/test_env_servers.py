@@ -271,13 +271,18 @@ def test_scienceworld_eval_survives_a_server_killed_with_minus_9(servers, sciwor
     cmd = [sys.executable, "-m", "xtree_gym", "eval", "XTree-ScienceWorld-v0", "--harness", "rlvmr",
            "--backend", "oracle", "--fold", "G1", "--tasks", "8", "--env-servers", f"{a.url},{b.url}",
            "-o", str(out)]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and httpx.get(a.url + "/health").json()["sessions"] < 1:
+    log = tmp_path / "eval.err"
+    env = {**_sciworld_env(), "XTREE_PROGRESS": "1"}  # the bar redraws per turn: we see turns in flight
+    with open(log, "w") as err_file:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err_file, text=True, cwd=ROOT, env=env)
+    deadline, turns = time.monotonic() + 600, 0
+    while time.monotonic() < deadline and turns < 16 and proc.poll() is None:  # every reset done
+        found = re.findall(r"(\d+) turns", log.read_text(errors="replace"))
+        turns = int(found[-1]) if found else 0
         time.sleep(0.2)
-    time.sleep(3.0)  # some turns in flight
     a.kill()
-    _, err = proc.communicate(timeout=1200)
+    proc.wait(1200)
+    err = log.read_text(errors="replace")
     assert proc.returncode == 0, err
     rows = _eval_rows(out)
     assert len(rows) == 8

@@ -2,7 +2,7 @@
 
 :class:`RemoteHandle` has :class:`~xtree_gym.agents.play.envproc.ProcessHandle`'s interface
 (``send`` / ``receive`` / ``kill`` / ``close`` / ``alive``) and speaks the same JSON messages, over
-one WebSocket per session to a server's ``/xtree/ws`` (:mod:`~xtree_gym.agents.play.serve`), so the
+one WebSocket per session to a server's ``/xtree/ws`` (:mod:`~xtree_gym.adapters.env_server`), so the
 rest of the rollout (harness, generator, matcher, rewards) is unchanged and one turn is one round trip.
 
 :class:`EnvServers` picks a server per session: the least loaded (fewest sessions this run holds
@@ -26,6 +26,9 @@ from typing import Any
 from ...errors import ConfigError
 from .envproc import EnvFault, _answer
 
+SESSION_PATH = "/xtree/ws"
+"""The route of a remote rollout's sessions on ``xtree serve`` (:mod:`xtree_gym.adapters.env_server`)."""
+HEALTH_PATH = "/health"
 TOKEN_ENV = "XTREE_SERVE_TOKEN"
 """Environment variable holding the servers' token (the content of ``xtree serve --token-file``)."""
 PROBE_EVERY_S = 1.0
@@ -65,8 +68,6 @@ def ws_url(base: str) -> str:
         >>> ws_url("http://127.0.0.1:8001"), ws_url("https://h")
         ('ws://127.0.0.1:8001/xtree/ws', 'wss://h/xtree/ws')
     """
-    from .serve import SESSION_PATH
-
     scheme, rest = base.split("://", 1)
     scheme = {"http": "ws", "https": "wss"}.get(scheme, scheme)
     return f"{scheme}://{rest}{SESSION_PATH}"
@@ -94,8 +95,6 @@ class EnvServers:
     def health(self, url: str, timeout: float = 3.0) -> dict[str, Any] | None:
         """The server's ``/health`` answer, or None when it does not answer 200."""
         import httpx
-
-        from .serve import HEALTH_PATH
 
         try:
             r = httpx.get(http_url(url) + HEALTH_PATH, timeout=timeout)

@@ -35,13 +35,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from ...errors import ConfigError, XTreeError
+from ..agents.play.remote import HEALTH_PATH, SESSION_PATH
+from ..errors import ConfigError, XTreeError
+from .serve_cli import DEFAULT_MAX_SESSIONS, DEFAULT_PORT
 
-SESSION_PATH = "/xtree/ws"
-"""The route of a remote rollout's sessions."""
-HEALTH_PATH = "/health"
-DEFAULT_PORT = 8000
-DEFAULT_MAX_SESSIONS = 16
 UNAUTHORIZED = (
     "unauthorized: this env server needs its token; send it as 'Authorization: Bearer TOKEN' "
     "(xtree eval / train: set XTREE_SERVE_TOKEN to the content of the server's --token-file)"
@@ -138,8 +135,8 @@ def load_harness(spec: str) -> Any:
 
     Only its env-side reads run here (``look``: the view and the valid actions).
     """
-    from ..harness import get_harness
-    from ..harness.base import Harness
+    from ..agents.harness import get_harness
+    from ..agents.harness.base import Harness
 
     if ":" not in spec:
         return get_harness(spec)
@@ -187,7 +184,7 @@ class SessionCounter:
 
 def _reply(holder: Any, msg: Any) -> dict[str, Any]:
     """One worker-protocol answer (what ``envproc._worker_main`` sends), never raising."""
-    from .envproc import EnvBuildError, _describe
+    from ..agents.play.envproc import EnvBuildError, _describe
 
     if not isinstance(msg, dict):
         return {"error": 'a message is a JSON object such as {"cmd": "step", "actions": [...]}'}
@@ -229,8 +226,8 @@ async def _refuse(ws: Any, message: str, code: str) -> None:
 
 
 async def _session(ws: Any, env_id: str, env_args: Mapping[str, Any], counter: SessionCounter) -> None:
-    from ...corpus.io import JSONProblem, loads_strict
-    from .envproc import EnvHolder
+    from ..agents.play.envproc import EnvHolder
+    from ..corpus.io import JSONProblem, loads_strict
 
     try:
         hello = loads_strict(await ws.receive_text(), max_depth=32)
@@ -289,9 +286,9 @@ def make_serve_app(
     import gymnasium as gym
     from fastapi import FastAPI
 
-    from ...adapters.openenv_env import MAX_MESSAGE_BYTES, make_app
-    from ...envs import register_envs
-    from .envproc import make_env
+    from ..agents.play.envproc import make_env
+    from ..envs import register_envs
+    from .openenv_env import MAX_MESSAGE_BYTES, make_app
 
     if isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1:
         raise ConfigError(f"--max-sessions {max_sessions!r}", fix="use an int >= 1")
