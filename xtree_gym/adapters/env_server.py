@@ -37,7 +37,6 @@ from typing import Any
 
 from ..agents.play.remote import HEALTH_PATH, SESSION_PATH
 from ..errors import ConfigError, XTreeError
-from .serve_cli import DEFAULT_MAX_SESSIONS, DEFAULT_PORT
 
 UNAUTHORIZED = (
     "unauthorized: this env server needs its token; send it as 'Authorization: Bearer TOKEN' "
@@ -274,7 +273,7 @@ def make_serve_app(
     env_id: str,
     *,
     env_args: Mapping[str, Any] | None = None,
-    max_sessions: int = DEFAULT_MAX_SESSIONS,
+    max_sessions: int = 16,
     token: str | None = None,
     max_message_bytes: int | None = None,
 ) -> Any:
@@ -312,12 +311,12 @@ def serve(
     env_id: str,
     *,
     host: str = "127.0.0.1",
-    port: int = DEFAULT_PORT,
+    port: int = 8000,
     env_args: Mapping[str, Any] | None = None,
-    max_sessions: int = DEFAULT_MAX_SESSIONS,
+    max_sessions: int = 16,
     token_file: str | None = None,
 ) -> None:
-    """Serve ``env_id`` until interrupted; prints ``serving ENV at http://HOST:PORT`` once it listens."""
+    """Serve ``env_id`` until interrupted (defaults: ``xtree serve``'s); prints ``serving ENV at http://HOST:PORT`` once it listens."""
     import socket
 
     import uvicorn
