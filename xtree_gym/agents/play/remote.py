@@ -217,8 +217,9 @@ class RemoteHandle:
             if msg.get("cmd") == "reset" and not fresh:  # nothing of the episode ran: start it elsewhere
                 self._drop()
                 return self.send(msg, timeout)
+            url = self.url
             self._died(str(msg.get("cmd")))
-            raise EnvFault(f"env server {self.url} is gone ({type(exc).__name__})") from exc
+            raise EnvFault(f"env server {url} died before {msg.get('cmd')} ({type(exc).__name__})") from exc
         self._sent = (msg, timeout, time.monotonic())
 
     def receive(self) -> dict[str, Any]:
