@@ -174,6 +174,22 @@ def test_no_server_reachable_is_one_line(tmp_path: Path) -> None:
     assert "no env server answers at http://127.0.0.1:9, http://127.0.0.1:7" in r.stderr
 
 
+def test_train_rlvr_plays_its_rollouts_on_env_servers(servers, tmp_path: Path) -> None:
+    pytest.importorskip("torch", reason="the train extra (torch) is not installed")
+    s = servers("XTree-Countdown-v0")
+    base = [sys.executable, "-m", "xtree_gym", "train", "rlvr", "--config", "scienceworld-cpu-smoke",
+            "--env", "XTree-Countdown-v0", "--harness", "countdown"]  # fmt: skip
+    ok = subprocess.run([*base, "--env-servers", s.url, "-o", str(tmp_path / "a")], capture_output=True,
+                        text=True, cwd=ROOT, timeout=600)  # fmt: skip
+    assert ok.returncode == 0, ok.stderr
+    assert len((tmp_path / "a" / "metrics.jsonl").read_text().splitlines()) == 2
+    # the rollouts go to the servers named: an unreachable one ends the run with one line
+    dead = subprocess.run([*base, "--env-servers", "http://127.0.0.1:9", "-o", str(tmp_path / "b")],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600)  # fmt: skip
+    assert dead.returncode == 1 and "Traceback" not in dead.stderr
+    assert "xtree train: error: no env server answers at http://127.0.0.1:9" in dead.stderr
+
+
 def test_non_loopback_host_needs_a_token_file(tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "xtree_gym", "serve", ECHO_ENV, "--host", "0.0.0.0", "--port", "0"]
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=300)
