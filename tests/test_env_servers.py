@@ -230,6 +230,10 @@ def test_serve_cli_refuses_a_bad_env_and_too_many_sessions(servers) -> None:
         with connect(s.url.replace("http", "ws") + "/xtree/ws") as third:
             third.send(json.dumps({**hello, "env": "XTree-Other-v0"}))
             assert "serves" in json.loads(third.recv(timeout=30))["refused"]
+        # a rollout meeting the full server plays on the other one instead
+        other = servers(ECHO_ENV)
+        eps = _echo(env_servers=[s.url, other.url], max_live=2)
+        assert len(eps) == 6 and all(e.fault is None for e in eps)
 
 
 # -- the benchmarks of the issue: WebShop and ScienceWorld, served vs --workers 2 ----------------------

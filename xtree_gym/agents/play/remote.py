@@ -180,7 +180,7 @@ class RemoteHandle:
         self.alive = True
         self._sent: tuple[dict[str, Any], float | None, float] | None = None
 
-    def _open(self, timeout: float | None, avoid: str | None = None) -> None:
+    def _open(self, timeout: float | None, avoid: str | None = None, tries: int | None = None) -> None:
         """Connect to the least-loaded server and open the session (a refusal is one clear error)."""
         from websockets.sync.client import connect
 
@@ -201,7 +201,10 @@ class RemoteHandle:
             raise EnvFault(f"env server {url} is unreachable ({type(exc).__name__}: {exc})") from exc
         if "refused" in reply:
             ws.close()
-            if reply.get("code") in ("BUSY",):
+            if reply.get("code") == "BUSY":  # full: another server may have room
+                left = len(self.servers.urls) - 1 if tries is None else tries - 1
+                if left > 0:
+                    return self._open(timeout, avoid=url, tries=left)
                 raise EnvFault(f"env server {url}: {reply['refused']}")
             raise ConfigError(f"env server {url} refused the session: {reply['refused']}")
         self.url, self.ws = url, ws
