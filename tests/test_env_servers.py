@@ -95,9 +95,9 @@ def _rows(episodes: list[Any]) -> list[dict[str, Any]]:
 
 def test_served_echo_episodes_equal_the_local_workers(servers) -> None:
     a, b = servers(ECHO_ENV), servers(ECHO_ENV)
-    # a scripted list is answered in call order: the same episodes at once (max_live) on both sides
-    local = _rows(_echo(workers=2, max_live=2))
-    served = _rows(_echo(env_servers=f"{a.url},{b.url}", max_live=2))
+    # a scripted list is answered in call order: --workers 2 sets the episodes at once on both sides
+    local = _rows(_echo(workers=2))
+    served = _rows(_echo(env_servers=f"{a.url},{b.url}", workers=2))
     assert len(local) == len(served) == 6
     assert served == local  # actions, tokens, rewards, observations
     assert all(r["success"] for r in served)

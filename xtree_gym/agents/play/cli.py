@@ -186,7 +186,7 @@ def register_cli(subparsers: Any, collect_subparsers: Any) -> None:
         "--env-servers",
         metavar="URL[,URL...]",
         help="play each episode on one of these `xtree serve` servers (least loaded first) instead of a "
-        "local env; a token goes in $XTREE_SERVE_TOKEN",
+        "local env; a token goes in $XTREE_SERVE_TOKEN; with --workers K, K episodes at once as locally",
     )
     p.add_argument(
         "--step-timeout",

@@ -484,15 +484,11 @@ def _check(
         raise ConfigError(f"max_steps={max_steps} must be >= 1")
 
 
-def _servers(env_id: str, env_servers: str | Sequence[str] | None, workers: int) -> tuple[Any, int]:
+def _servers(env_id: str, env_servers: str | Sequence[str] | None) -> tuple[Any, int]:
     """(the run's :class:`~xtree_gym.agents.play.remote.EnvServers`, the sessions they take), or (None, 0);
     one clear error when none answers."""
     if env_servers is None or (not isinstance(env_servers, str) and not list(env_servers)):
         return None, 0
-    if workers:
-        raise ConfigError(
-            "--workers and --env-servers both given", fix="use one: the envs run on the servers"
-        )
     from .remote import EnvServers, parse_servers
 
     servers = EnvServers(parse_servers(env_servers))
@@ -530,7 +526,7 @@ def rollout(
     episode finishes (evaluate appends it to ``episodes.jsonl``). ``env_servers`` (``xtree serve``
     URLs) plays each episode as one session on one of them instead (:mod:`.remote`); then at most
     ``max(n, min(16, sessions / 2))`` episodes are live, half of what the servers take, so the envs
-    kept for reuse fit too. ``seed`` is recorded only: the
+    kept for reuse fit too -- or ``max(workers, n)`` when ``workers`` is given, as locally. ``seed`` is recorded only: the
     env seeds are the TaskSpecs' and the sampling seed is the generator's.
 
     Example (a scripted agent in a tiny text env; see :mod:`xtree_gym.agents.play.testing`):
@@ -543,7 +539,7 @@ def rollout(
     """
     _check(workers, start_method, step_timeout, episode_timeout, max_steps)
     groups = plan_groups(list(tasks), n, group_mode)
-    servers, sessions = _servers(env_id, env_servers, workers)
+    servers, sessions = _servers(env_id, env_servers)
     run = _Run(
         env_id,
         generator,
@@ -560,7 +556,7 @@ def rollout(
         servers=servers,
     )
     capacity = max_live if max_live is not None else (max(workers, n) if workers else max(16, n))
-    if servers is not None and max_live is None:
+    if servers is not None and max_live is None and not workers:
         capacity = max(n, min(16, sessions // 2), 1)
     run.max_idle = capacity
     pending = deque(enumerate(groups))
