@@ -273,10 +273,13 @@ def _sciworld_env() -> dict[str, str]:
 def test_served_scienceworld_oracle_episodes_equal_the_local_workers(servers, sciworld_jvm, tmp_path) -> None:
     from xtree_gym.agents.play.evaluate import evaluate
 
-    a = servers("XTree-ScienceWorld-v0", env=_sciworld_env())
-    b = servers("XTree-ScienceWorld-v0", env=_sciworld_env())
-    kw: dict[str, Any] = dict(harness="rlvmr", backend="oracle", fold="G1", tasks=4)
-    evaluate("XTree-ScienceWorld-v0", workers=2, output_dir=tmp_path / "local", **kw)
+    # ScienceWorld's gold path depends on what its JVM loaded before (workers=0, one JVM for all, differs
+    # from workers=2 too): a JVM per env (jvm=own) and the same episodes at once (--workers 2) on the
+    # servers give each env the history a local worker's has
+    a = servers("XTree-ScienceWorld-v0", "--env-arg", "jvm=own", env=_sciworld_env())
+    b = servers("XTree-ScienceWorld-v0", "--env-arg", "jvm=own", env=_sciworld_env())
+    kw: dict[str, Any] = dict(harness="rlvmr", backend="oracle", fold="G1", tasks=4, workers=2)
+    evaluate("XTree-ScienceWorld-v0", output_dir=tmp_path / "local", **kw)
     evaluate("XTree-ScienceWorld-v0", env_servers=[a.url, b.url], output_dir=tmp_path / "served", **kw)
     local, served = _eval_rows(tmp_path / "local"), _eval_rows(tmp_path / "served")
     assert len(local) == len(served) == 4
