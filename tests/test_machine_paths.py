@@ -15,6 +15,8 @@ SCANNED = ("README.md", "docs", "tests", "benchmarks", "scripts", "experiments")
 SUFFIXES = {".md", ".py", ".txt", ".tsv", ".sh", ".toml", ".yaml", ".yml", ".cfg", ".ini", ".html"}
 MACHINE_PATH = re.compile(r"(?<![\w.~-])/(?:" + "|".join(("work", "opt", "root", "tmp")) + r")/")
 """An absolute path under a folder of one machine (a checkout, a venv, a wheel cache, a home, a temp dir)."""
+
+
 def scanned_files(root: Path = ROOT) -> list[Path]:
     """The text files of :data:`SCANNED` that a reader copies from (data files and caches left out)."""
     out: list[Path] = []

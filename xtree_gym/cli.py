@@ -26,6 +26,7 @@ _PLUGIN_MODULES = (
     "xtree_gym.render.cli",
     "xtree_gym.reuserl.cli",
     "xtree_gym.agents.play.cli",
+    "xtree_gym.adapters.serve_cli",
     "xtree_gym.agents.grpo.cli",
     "xtree_gym.agents.model.serve_cli",
     "xtree_gym.agents.sft_offline.rows_cli",

@@ -66,6 +66,8 @@ class GRPOConfig:
     """Env steps per episode; default the harness's cap (30 ScienceWorld, 15 WebShop)."""
     workers: int = 0
     """Env worker subprocesses for the rollout (0 = in-process)."""
+    env_servers: str | None = None
+    """``xtree serve`` URLs (``URL[,URL...]``): each episode is one session on one of them (least loaded)."""
     step_timeout: float | None = None
     """Seconds one env step may take before the episode is truncated (None = no limit)."""
     episode_timeout: float | None = None

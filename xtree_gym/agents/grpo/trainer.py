@@ -302,6 +302,7 @@ class GRPOTrainer:
                     env_kwargs=dict(cfg.env_kwargs),
                     max_steps=cfg.max_steps,
                     workers=cfg.workers,
+                    env_servers=cfg.env_servers,
                     step_timeout=cfg.step_timeout,
                     episode_timeout=cfg.episode_timeout,
                     seed=cfg.seed + step,

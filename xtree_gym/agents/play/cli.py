@@ -126,6 +126,7 @@ def _evaluate(args: argparse.Namespace, harness_args: dict[str, Any], sampling: 
         episode_timeout=args.episode_timeout,
         seed=args.seed,
         progress=None,
+        env_servers=args.env_servers,
     )
 
 
@@ -181,6 +182,12 @@ def register_cli(subparsers: Any, collect_subparsers: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="seeds the task subset and the sampling")
     p.add_argument("--device", default="cpu", help="cpu or cuda")
     p.add_argument("--workers", type=int, default=0, help="env subprocesses (0 = in-process)")
+    p.add_argument(
+        "--env-servers",
+        metavar="URL[,URL...]",
+        help="play each episode on one of these `xtree serve` servers (least loaded first) instead of a "
+        "local env; a token goes in $XTREE_SERVE_TOKEN; with --workers K, K episodes at once as locally",
+    )
     p.add_argument(
         "--step-timeout",
         type=timeout_seconds,

@@ -185,8 +185,9 @@ def _answer(box: Mapping[str, Any], handle: Any) -> dict[str, Any]:
     if "ok" in box:
         return dict(box["ok"])
     handle.alive = False
-    if isinstance(handle, ProcessHandle):
-        handle.kill()
+    kill = getattr(handle, "kill", None)
+    if callable(kill):  # a worker or a server session holding a broken env: drop it
+        kill()
     if "build_error" in box:
         raise EnvConfigError(box["build_error"])
     raise EnvFault(box["error"])

@@ -333,13 +333,15 @@ def evaluate(
     seed: int = 0,
     progress: bool | None = None,
     generator: Any = None,
+    env_servers: str | Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Play ``env_id``'s fold with ``harness`` and return (and write to ``output_dir``) results.json.
 
     ``sampling`` holds the generator's settings (temperature, top_p, max_new_tokens, stop, seed;
     ``responses`` for scripted); ``generator`` overrides ``backend``/``model`` with a ready one.
     ``--env-arg`` values go to the env constructor, except ``task`` on ScienceWorld and MiniWoB,
-    which keeps that one task of the fold.
+    which keeps that one task of the fold. ``env_servers`` (``xtree serve`` URLs) plays each episode
+    as one session on one of them instead of a local env (same episodes; see :mod:`.remote`).
     """
     from ...envs.needs import check_env
 
@@ -381,7 +383,7 @@ def evaluate(
         new = rollout(
             env_id, todo, gen, h, n=n, tokenizer=tok, env_kwargs={**env_defaults(env_id), **args},
             max_steps=max_steps, workers=workers, step_timeout=step_timeout, episode_timeout=episode_timeout,
-            seed=seed, progress=progress, on_episode=finished,
+            seed=seed, progress=progress, on_episode=finished, env_servers=env_servers,
         )  # fmt: skip
         episodes = sorted([*kept, *new], key=lambda e: (e.group, e.member))
         result = {k: config[k] for k in ("env", "harness", "fold", "model", "backend")}

@@ -196,6 +196,8 @@ class _Run:
         self.reset_timeout = opts["reset_timeout"]
         self.episode_timeout = opts["episode_timeout"]
         self.start_method = opts["start_method"]
+        self.servers = opts.get("servers")
+        """The run's :class:`~xtree_gym.agents.play.remote.EnvServers` (``env_servers``), or None."""
         self.on_episode: Callable[[Episode], None] | None = opts["on_episode"]
         self.idle: list[tuple[tuple[str, str], Any]] = []  # (constructor key, handle), oldest first
         self.max_idle = 16
@@ -214,6 +216,10 @@ class _Run:
             if self.idle[i][0] == key:
                 return key, self.idle.pop(i)[1]
         oracle = bool(getattr(self.generator, "needs_oracle", False))
+        if self.servers is not None:
+            from .remote import RemoteHandle
+
+            return key, RemoteHandle(self.servers, self.env_id, kwargs, self.harness, oracle)
         if self.workers > 0:
             return key, ProcessHandle(self.env_id, kwargs, self.harness, oracle, self.start_method)
         return key, LocalHandle(EnvHolder(self.env_id, kwargs, self.harness, oracle))
@@ -440,7 +446,7 @@ class _Run:
             turn.info["fault"] = reason
             live.episode.turns.append(turn)
         live.episode.fault = reason
-        if isinstance(live.handle, ProcessHandle):
+        if hasattr(live.handle, "kill"):  # a worker or a server session
             live.handle.kill()  # a healthy worker past the episode timeout goes too: it may be mid-call
         else:
             live.handle.close()
@@ -478,6 +484,17 @@ def _check(
         raise ConfigError(f"max_steps={max_steps} must be >= 1")
 
 
+def _servers(env_id: str, env_servers: str | Sequence[str] | None) -> tuple[Any, int]:
+    """(the run's :class:`~xtree_gym.agents.play.remote.EnvServers`, the sessions they take), or (None, 0);
+    one clear error when none answers."""
+    if env_servers is None or (not isinstance(env_servers, str) and not list(env_servers)):
+        return None, 0
+    from .remote import EnvServers, parse_servers
+
+    servers = EnvServers(parse_servers(env_servers))
+    return servers, servers.check(env_id)
+
+
 def rollout(
     env_id: str,
     tasks: Sequence[TaskSpec],
@@ -498,6 +515,7 @@ def rollout(
     max_live: int | None = None,
     start_method: str = "spawn",
     on_episode: Callable[[Episode], None] | None = None,
+    env_servers: str | Sequence[str] | None = None,
 ) -> list[Episode]:
     """Play every task as a group of ``n`` episodes; episodes come back ordered by group, then member.
 
@@ -505,7 +523,10 @@ def rollout(
     subprocess (``start_method`` ``spawn`` or ``forkserver``) and at most ``max(workers, n)``
     episodes are live at once (default without workers: ``max(16, n)``); whole groups start
     together. ``reset_timeout`` defaults to 10 x ``step_timeout``. ``on_episode`` is called as each
-    episode finishes (evaluate appends it to ``episodes.jsonl``). ``seed`` is recorded only: the
+    episode finishes (evaluate appends it to ``episodes.jsonl``). ``env_servers`` (``xtree serve``
+    URLs) plays each episode as one session on one of them instead (:mod:`.remote`); then at most
+    ``max(n, min(16, sessions / 2))`` episodes are live, half of what the servers take, so the envs
+    kept for reuse fit too -- or ``max(workers, n)`` when ``workers`` is given, as locally. ``seed`` is recorded only: the
     env seeds are the TaskSpecs' and the sampling seed is the generator's.
 
     Example (a scripted agent in a tiny text env; see :mod:`xtree_gym.agents.play.testing`):
@@ -518,6 +539,7 @@ def rollout(
     """
     _check(workers, start_method, step_timeout, episode_timeout, max_steps)
     groups = plan_groups(list(tasks), n, group_mode)
+    servers, sessions = _servers(env_id, env_servers)
     run = _Run(
         env_id,
         generator,
@@ -531,8 +553,11 @@ def rollout(
         episode_timeout=episode_timeout,
         start_method=start_method,
         on_episode=on_episode,
+        servers=servers,
     )
     capacity = max_live if max_live is not None else (max(workers, n) if workers else max(16, n))
+    if servers is not None and max_live is None and not workers:
+        capacity = max(n, min(16, sessions // 2), 1)
     run.max_idle = capacity
     pending = deque(enumerate(groups))
     live: list[_Live] = []

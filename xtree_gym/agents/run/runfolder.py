@@ -26,7 +26,7 @@ RUN_MARKERS = ("metrics.jsonl", "latest.json", "config.json")
 
 RESUME_FREE = frozenset(
     {
-        "steps", "epochs", "output_dir", "resume", "progress", "tensorboard", "workers",
+        "steps", "epochs", "output_dir", "resume", "progress", "tensorboard", "workers", "env_servers",
         "save_every", "keep_checkpoints", "eval_every", "eval_tasks", "step_timeout",
         "episode_timeout", "dtype", "export_every",
     }
