@@ -38,6 +38,7 @@ EXTRA_IMPORTS: dict[str, list[str]] = {
     "render": ["matplotlib", "xtree_gym.render.figures"],
     "minigrid": ["minigrid"],
     "tracking": ["tensorboard"],
+    "ray": ["ray", "msgspec", "xtree_gym.mining.ray_mine"],
     "train": [
         "torch",
         "transformers",
