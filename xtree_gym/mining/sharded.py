@@ -150,26 +150,24 @@ class ShardWorker:
     ) -> Report:
         """Remap the shard to the global ids, count its pairs; the first report (every pair)."""
         assert self.enc is not None, "read() first"
-        enc = self.enc
+        enc, self.enc = self.enc, None
+        if self.stream is not None:  # from here on only the state holds the shard's tokens
+            self.stream.encoded = None
         index = {t: i for i, t in enumerate(vocab)}
         tok = np.array([index[t] for t in enc.vocab], dtype=np.int32)
         task_index = {t: i for i, t in enumerate(task_names)}
         task = np.array([task_index[t] for t in enc.task_names], dtype=np.int32)
-        flat = tok[enc.flat] if len(enc.flat) else enc.flat.astype(np.int32)
         glob = EncodedCorpus(
-            flat=flat,
+            flat=tok[enc.flat] if len(enc.flat) else enc.flat.astype(np.int32),
             offsets=enc.offsets,
             success=enc.success,
             task=task[enc.task] if len(enc.task) else enc.task,
             vocab=vocab,
             task_names=task_names,
         )
-        if self.stream is not None:  # the shard's reading copy is not needed again: only the state's
-            self.stream.encoded = None
-        self.enc = None
+        del enc  # the shard's own ids go before the state's arrays are made
         self.base, self.ranks = base, ranks
         self.state = _ShardState(glob, MinerConfig.from_dict(config))
-        del flat, glob
         return self.state.report()
 
     def _global(self, ti: int) -> int:
