@@ -207,10 +207,26 @@ class ShardWorker:
         return {k: [s.action for s in self.stream[i].steps[a : a + n]] for k, i, a, n in mine}
 
     def memory(self) -> dict[str, int]:
-        """This process's id and peak resident memory in bytes (``ru_maxrss``)."""
-        import resource
+        """This process's id and peak resident memory in bytes (Linux: VmHWM, which exec resets; else ru_maxrss)."""
+        return {"pid": os.getpid(), "peak_rss": peak_rss()}
 
-        return {"pid": os.getpid(), "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+
+def peak_rss() -> int:
+    """This process's peak resident memory in bytes.
+
+    ``VmHWM`` where ``/proc`` has it: ``ru_maxrss`` keeps the high-water mark of the process a child was
+    forked from (across ``exec``), which can exceed the child's own.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def report_bytes(report: Report) -> int:
