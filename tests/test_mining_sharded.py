@@ -208,6 +208,26 @@ def test_mine_ray_without_ray_is_one_line_naming_the_extra(tmp_path: Path, monke
     assert not (tmp_path / "t.json").exists()
 
 
+def test_mine_ray_at_an_address_nobody_answers_is_one_error_at_once(tmp_path: Path, capsys) -> None:
+    pytest.importorskip("ray")
+    import socket
+
+    with socket.socket() as s:  # a port that was free a moment ago: nothing listens there now
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(_lines(["a", "b", "c"], "abcab"))
+    out = tmp_path / "t.json"
+    assert main(["mine", str(corpus), "--ray", "--ray-address", f"127.0.0.1:{port}", "-o", str(out)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert (
+        len(err) == 1
+        and f"no Ray cluster answers at 127.0.0.1:{port}" in err[0]
+        and "--ray-address" in err[0]
+    )
+    assert not out.exists()
+
+
 def test_importing_the_miner_and_building_the_parser_imports_no_ray() -> None:
     code = (
         "import sys, xtree_gym.mining, xtree_gym.mining.cli, xtree_gym.mining.sharded\n"

@@ -23,6 +23,28 @@ def require_ray() -> None:
             raise missing_dependency(package, "ray", "xtree mine --ray")
 
 
+def _check_reachable(address: str, timeout: float = 5.0) -> None:
+    """A ``host:port`` address that refuses a TCP connection is one clear error now (``ray.init`` would
+    retry for minutes, logging each try); other forms (``auto``, ``ray://...``) go to Ray as given.
+
+    Example:
+        >>> _check_reachable("auto")
+    """
+    import socket
+
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "/" in address:
+        return
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise ConfigError(
+            f"no Ray cluster answers at {address} ({exc.strerror or exc})",
+            fix="pass the head node's GCS address (`ray status` there prints it), or drop --ray-address "
+            "for a local cluster",
+        ) from None
+
+
 def mine_with_ray(
     paths: Sequence[str | Path],
     config: MinerConfig,
@@ -48,6 +70,8 @@ def mine_with_ray(
     from .sharded import ShardWorker, mine_sharded
 
     started = not ray.is_initialized()
+    if started and address:
+        _check_reachable(address)
     if started:
         options: dict[str, Any] = {
             "include_dashboard": False,
