@@ -167,6 +167,7 @@ def main() -> None:
         "ray_worker_peak_mib": [round(w["peak_rss"] / mib, 1) for w in stats["workers"]],
         "ray_worker_pids": [w["pid"] for w in stats["workers"]],
         "ratio_worker_peak": [round(w["peak_rss"] / one_rss, 3) for w in stats["workers"]],
+        "ray_phase_seconds": stats["seconds"],
         "rounds": len(rounds),
         "first_report_bytes": stats["first_report_bytes"],
         "round_bytes_median": int(statistics.median(rounds)) if rounds else 0,

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import importlib.util
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,7 @@ def mine_with_ray(
     from ..corpus.shards import plan_shards
     from .sharded import ShardWorker, mine_sharded
 
+    t0 = time.perf_counter()
     started = not ray.is_initialized()
     if started and address:
         _check_reachable(address)
@@ -103,7 +105,9 @@ def mine_with_ray(
                     raise cause from None
                 raise
 
+        ray_seconds = time.perf_counter() - t0
         merges, facts, examples, stats = mine_sharded(call, len(actors), config, progress=progress)
+        stats["seconds"]["ray_init"] = round(ray_seconds, 3)
         stats["workers"] = call("memory", [()] * len(actors))
         stats["shards"] = shards
         tree = XTree.from_facts(merges, facts, examples, config, name=name)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import os
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -316,7 +317,9 @@ def mine_sharded(
     The merges are ``fast_mine``'s on the whole corpus. Raises :class:`FastPathUnavailable` when the
     files need the validator (then mine them in one process, which names the problem).
     """
+    clock = [time.perf_counter()]
     infos = call("read", [()] * n_workers)
+    clock.append(time.perf_counter())
     if sum(int(i["n"]) for i in infos) == 0:
         raise FastPathUnavailable("empty")
     vocab = sorted(set().union(*(i["vocab"] for i in infos)))
@@ -338,13 +341,18 @@ def mine_sharded(
     reports = call("start", [(vocab, task_names, b, r, cfg) for b, r in places])
     driver = _Driver(len(vocab), config)
     driver.absorb(reports)
+    clock.append(time.perf_counter())
     stats: dict[str, Any] = {"first_report_bytes": sum(map(report_bytes, reports)), "round_bytes": []}
     merges = _rounds(call, n_workers, driver, len(vocab), config, progress, stats["round_bytes"])
+    clock.append(time.perf_counter())
     wanted = [(m.first[0], m.first[1], n) for m, n in zip(merges, merge_lengths(merges, len(vocab)))]
     found: dict[int, list[str]] = {}
     for part in call("examples", [(wanted,)] * n_workers):
         found.update(part)
     examples = [found.get(k, []) for k in range(len(merges))]
+    clock.append(time.perf_counter())
+    phases = ("read", "count", "rounds", "examples")  # wall seconds of each phase, seen from the driver
+    stats["seconds"] = {p: round(b - a, 3) for p, a, b in zip(phases, clock, clock[1:])}
     return merges, facts, examples, stats
 
 
