@@ -91,8 +91,8 @@ def run(cmd: list[str]) -> tuple[float, str]:
     return wall, proc.stdout
 
 
-def run_one_process(path: Path, tree: Path, merges: int) -> tuple[float, int]:
-    """Wall seconds and peak RSS of the one-process ``xtree mine`` (``os.wait4``: that child only)."""
+def run_one_process(path: Path, tree: Path, merges: int) -> tuple[float, int, float]:
+    """Wall seconds, peak RSS and CPU seconds of the one-process ``xtree mine`` (``os.wait4``: that child only)."""
     cmd = [
         sys.executable,
         "-m",
@@ -116,7 +116,7 @@ def run_one_process(path: Path, tree: Path, merges: int) -> tuple[float, int]:
     wall = time.perf_counter() - t0
     if os.waitstatus_to_exitcode(status) != 0:
         raise RuntimeError(f"xtree mine failed: {proc.stderr.read().decode()[-3000:] if proc.stderr else ''}")
-    return wall, usage.ru_maxrss * 1024
+    return wall, usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -146,7 +146,7 @@ def main() -> None:
     one, ray_tree = args.work / "one.json", args.work / "ray.json"
     for p in (one, ray_tree):
         p.unlink(missing_ok=True)
-    one_wall, one_rss = run_one_process(path, one, args.merges)
+    one_wall, one_rss, one_cpu = run_one_process(path, one, args.merges)
     ray_wall, out = run(
         [sys.executable, "-c", RAY_CHILD, str(path), str(ray_tree), str(args.merges), str(args.workers)]
     )
@@ -161,7 +161,9 @@ def main() -> None:
         "identical": identical,
         "one_process_seconds": round(one_wall, 2),
         "one_process_peak_mib": round(one_rss / mib, 1),
+        "one_process_cpu_seconds": round(one_cpu, 2),
         "ray_seconds": round(ray_wall, 2),
+        "ray_worker_cpu_seconds": [round(w["cpu_seconds"], 2) for w in stats["workers"]],
         "ratio_seconds": round(ray_wall / one_wall, 3),
         "ray_driver_peak_mib": round(stats["driver_peak_rss"] / mib, 1),
         "ray_worker_peak_mib": [round(w["peak_rss"] / mib, 1) for w in stats["workers"]],

@@ -207,9 +207,13 @@ class ShardWorker:
         self.stream.prefetch([m[1] for m in mine])
         return {k: [s.action for s in self.stream[i].steps[a : a + n]] for k, i, a, n in mine}
 
-    def memory(self) -> dict[str, int]:
-        """This process's id and peak resident memory in bytes (Linux: VmHWM, which exec resets; else ru_maxrss)."""
-        return {"pid": os.getpid(), "peak_rss": peak_rss()}
+    def memory(self) -> dict[str, float]:
+        """This process's id, peak resident memory in bytes (Linux: VmHWM, which exec resets; else ru_maxrss)
+        and CPU seconds so far."""
+        import resource
+
+        use = resource.getrusage(resource.RUSAGE_SELF)
+        return {"pid": os.getpid(), "peak_rss": peak_rss(), "cpu_seconds": use.ru_utime + use.ru_stime}
 
 
 def peak_rss() -> int:
