@@ -228,6 +228,14 @@ def test_mine_ray_at_an_address_nobody_answers_is_one_error_at_once(tmp_path: Pa
     assert not out.exists()
 
 
+def test_mine_ray_on_a_missing_file_is_the_one_process_error_alone(tmp_path: Path, capsys) -> None:
+    pytest.importorskip("ray")
+    missing = tmp_path / "nope.jsonl"
+    assert main(["mine", str(missing), "--ray", "-o", str(tmp_path / "t.json")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "does not exist" in err[0] and "--ray" not in err[0]
+
+
 def test_importing_the_miner_and_building_the_parser_imports_no_ray() -> None:
     code = (
         "import sys, xtree_gym.mining, xtree_gym.mining.cli, xtree_gym.mining.sharded\n"
@@ -258,6 +266,6 @@ def test_mine_ray_on_a_local_two_worker_cluster_writes_the_one_process_tree(tmp_
             assert main(["mine", str(corpus), *extra, "--ray", "--ray-workers", "2", "-o", str(out)]) == 0
             assert out.read_bytes() == want
             err = capsys.readouterr().err
-            assert ("mining in one process" in err) == (corpus == SAMPLE)
+            assert ("mined in one process" in err) == (corpus == SAMPLE)
     finally:
         ray.shutdown()

@@ -36,6 +36,18 @@ def _line_start_at(path: Path, at: int, size: int) -> int:
         return min(fh.tell(), size)
 
 
+def check_shardable(paths: Sequence[str | Path]) -> list[Path]:
+    """The files as paths; :class:`FastPathUnavailable` for one that is missing or Parquet (the one-process
+    reader takes those, and words the error)."""
+    files = [Path(p) for p in paths]
+    for p in files:
+        if not p.is_file():
+            raise FastPathUnavailable("no such file")
+        if is_parquet(p):
+            raise FastPathUnavailable("Parquet: the columnar path reads it")
+    return files
+
+
 def plan_shards(paths: Sequence[str | Path], n: int) -> list[list[Piece]]:
     """Cut the files into ``n`` contiguous shards of about equal bytes (fewer when ``.gz`` files cannot be cut).
 
@@ -46,12 +58,7 @@ def plan_shards(paths: Sequence[str | Path], n: int) -> list[list[Piece]]:
         >>> plan_shards([p], 2)
         [[(0, 0, 15)], [(0, 15, 18)]]
     """
-    files = [Path(p) for p in paths]
-    for p in files:
-        if not p.is_file():
-            raise FastPathUnavailable("no such file")
-        if is_parquet(p):
-            raise FastPathUnavailable("Parquet: the columnar path reads it")
+    files = check_shardable(paths)
     sizes = [p.stat().st_size for p in files]
     total = max(1, sum(sizes))
     cuts = [0]  # cut points in the files' concatenated bytes, each at a line start or a .gz file's end

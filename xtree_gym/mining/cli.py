@@ -147,9 +147,13 @@ def cmd_mine(args: argparse.Namespace) -> int:
     refuse_overwrite(args.output, args.corpus)
     overrides = {f: getattr(args, f) for f, _ in _OVERRIDES.values()}
     cfg = MinerConfig.preset(args.preset or "scienceworld", **overrides)
-    tree = _mine_ray(args, cfg) if args.ray else None
+    tree, why = _mine_ray(args, cfg) if args.ray else (None, "")
     if tree is None:
         tree = _mine_one_process(args, cfg)
+        if why:  # said only now: when the files are bad, the one error is the reader's
+            print(
+                f"--ray: the files need the validated reader ({why}); mined in one process", file=sys.stderr
+            )
     tree.save(args.output)
     s = tree.summary()
     print(
@@ -186,8 +190,8 @@ def _mine_one_process(args: argparse.Namespace, cfg: MinerConfig) -> XTree:
     return mine(corpus, cfg, domain=domain, progress=None, name=args.name, engine=args.engine)
 
 
-def _mine_ray(args: argparse.Namespace, cfg: MinerConfig) -> XTree | None:
-    """The tree mined by Ray workers; ``None`` when the files need the validator (then one process mines)."""
+def _mine_ray(args: argparse.Namespace, cfg: MinerConfig) -> tuple[XTree | None, str]:
+    """The tree mined by Ray workers; ``(None, why)`` when the files need the validator (one process mines)."""
     from ..corpus.columnar import FastPathUnavailable
     from ..errors import ConfigError
     from .ray_mine import mine_with_ray, require_ray
@@ -205,9 +209,8 @@ def _mine_ray(args: argparse.Namespace, cfg: MinerConfig) -> XTree | None:
             progress=None,
         )
     except FastPathUnavailable as why:  # the one-process reader names the bad line or takes the file
-        print(f"--ray: the files need the validated reader ({why}); mining in one process", file=sys.stderr)
-        return None
-    return tree
+        return None, str(why)
+    return tree, ""
 
 
 def node_table(tree: XTree) -> list[str]:

@@ -67,9 +67,10 @@ def mine_with_ray(
     import ray
 
     from ..corpus.columnar import FastPathUnavailable
-    from ..corpus.shards import plan_shards
+    from ..corpus.shards import check_shardable, plan_shards
     from .sharded import ShardWorker, mine_sharded
 
+    check_shardable(paths)  # before Ray starts: a file it cannot take goes to one process at once
     t0 = time.perf_counter()
     started = not ray.is_initialized()
     if started and address:
