@@ -92,7 +92,13 @@ def mine_with_ray(
             ) from None
     actors: list[Any] = []
     try:
-        n = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        if workers is not None and workers > cpus:  # each worker takes a CPU: the rest would wait forever
+            raise ConfigError(
+                f"--ray-workers {workers}, but the Ray cluster has {cpus} CPU(s)",
+                fix=f"pass --ray-workers {cpus} or fewer, or add nodes to the cluster",
+            )
+        n = workers or max(1, cpus)
         shards = plan_shards(paths, n)
         actor_class = ray.remote(num_cpus=1)(ShardWorker)
         actors = [actor_class.remote([str(p) for p in paths], pieces) for pieces in shards]
