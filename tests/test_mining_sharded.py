@@ -267,5 +267,9 @@ def test_mine_ray_on_a_local_two_worker_cluster_writes_the_one_process_tree(tmp_
             assert out.read_bytes() == want
             err = capsys.readouterr().err
             assert ("mined in one process" in err) == (corpus == SAMPLE)
+        out = tmp_path / "three.json"  # more workers than the cluster's CPUs: one error, no wait
+        assert main(["mine", str(corpora[0]), "--ray", "--ray-workers", "3", "-o", str(out)]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "the Ray cluster has 2 CPU(s)" in err[0] and not out.exists()
     finally:
         ray.shutdown()
