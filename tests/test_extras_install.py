@@ -46,6 +46,7 @@ EXTRA_IMPORTS: dict[str, list[str]] = {
     "render": ["matplotlib", "xtree_gym.render.figures"],
     "minigrid": ["minigrid"],
     "tracking": ["tensorboard"],
+    "ray": ["ray", "msgspec", "xtree_gym.mining.ray_mine"],
     "train": [
         "torch",
         "transformers",
@@ -75,6 +76,7 @@ EXTRA_IMPORTS: dict[str, list[str]] = {
     ],
     "tinker": ["gymnasium", "tinker", "tinker_cookbook", "xtree_gym.adapters.tinker_env"],
     "columnar": ["pyarrow", "xtree_gym.corpus.arrow_io"],
+    "fast": ["msgspec", "xtree_gym.corpus.stream"],
     "bench": ["tokenizers", "psutil"],
     "dev": ["pytest", "hypothesis", "ruff", "mypy", "tokenizers", "psutil", "datasets"],
 }

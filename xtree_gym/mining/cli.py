@@ -50,6 +50,13 @@ def register_cli(sub: Any, collect_sub: Any) -> None:
     p.add_argument("--engine", default="fast", choices=["fast", "reference"], help="miner implementation")
     p.add_argument("--skip-bad", action="store_true", help="skip and count malformed corpus lines")
     add_keep_duplicates(p)
+    p.add_argument(
+        "--ray",
+        action="store_true",
+        help="split the corpus across Ray workers (byte ranges of the files; the same tree); needs xtree_gym[ray]",
+    )
+    p.add_argument("--ray-address", default=None, help="an existing Ray cluster (default: start a local one)")
+    p.add_argument("--ray-workers", type=int, default=None, help="Ray workers (default: the cluster's CPUs)")
     p.add_argument("-o", "--output", required=True, help="tree file to write (JSON)")
     p.set_defaults(func=cmd_mine)
 
@@ -137,28 +144,21 @@ def preset_domain(preset: str | None) -> str | None:
 
 
 def cmd_mine(args: argparse.Namespace) -> int:
-    from ..corpus.columnar import ColumnarCorpus, FastPathUnavailable
-    from ..corpus.stream import read_encoded
-    from .miner import mine
-
     refuse_overwrite(args.output, args.corpus)
-    try:  # one pass, file -> encoded corpus; anything it cannot take goes the validated way
-        corpus: Any = read_encoded(args.corpus)
-        if not len(corpus):
-            raise FastPathUnavailable("empty")  # the validated way words the error
-    except (FastPathUnavailable, ImportError):
-        corpus = _load(args.corpus, args.skip_bad, keep_duplicates=args.keep_duplicates)
-    if isinstance(corpus, ColumnarCorpus):  # nothing reads the token strings after encoding: free them
-        corpus = corpus.sort()
-        corpus.keep_tokens = False
     overrides = {f: getattr(args, f) for f, _ in _OVERRIDES.values()}
     cfg = MinerConfig.preset(args.preset or "scienceworld", **overrides)
-    domain = args.domain or preset_domain(args.preset)
-    tree = mine(corpus, cfg, domain=domain, progress=None, name=args.name, engine=args.engine)
+    tree, why = _mine_ray(args, cfg) if args.ray else (None, "")
+    if tree is None:
+        tree = _mine_one_process(args, cfg)
+        if why:  # said only now: when the files are bad, the one error is the reader's
+            print(
+                f"--ray: the files need the validated reader ({why}); mined in one process", file=sys.stderr
+            )
     tree.save(args.output)
     s = tree.summary()
     print(
-        f"mined {s['n_nodes']} nodes from {len(corpus)} trajectories ({s['n_primitives']} primitive tokens)"
+        f"mined {s['n_nodes']} nodes from {tree.corpus['n_trajectories']} trajectories "
+        f"({s['n_primitives']} primitive tokens)"
     )
     print("depth histogram: " + ", ".join(f"d{d}: {n}" for d, n in s["depth_histogram"].items()))
     print(f"compression ratio: {s['compression_ratio']:.3f} (primitives per symbol after tiling)")
@@ -170,6 +170,47 @@ def cmd_mine(args: argparse.Namespace) -> int:
     print(f"bound reached: {s['bound']} ({why})")
     print(f"wrote {args.output}")
     return 0
+
+
+def _mine_one_process(args: argparse.Namespace, cfg: MinerConfig) -> XTree:
+    from ..corpus.columnar import ColumnarCorpus, FastPathUnavailable
+    from ..corpus.stream import read_encoded
+    from .miner import mine
+
+    try:  # one pass, file -> encoded corpus; anything it cannot take goes the validated way
+        corpus: Any = read_encoded(args.corpus)
+        if not len(corpus):
+            raise FastPathUnavailable("empty")  # the validated way words the error
+    except (FastPathUnavailable, ImportError):
+        corpus = _load(args.corpus, args.skip_bad, keep_duplicates=args.keep_duplicates)
+    if isinstance(corpus, ColumnarCorpus):  # nothing reads the token strings after encoding: free them
+        corpus = corpus.sort()
+        corpus.keep_tokens = False
+    domain = args.domain or preset_domain(args.preset)
+    return mine(corpus, cfg, domain=domain, progress=None, name=args.name, engine=args.engine)
+
+
+def _mine_ray(args: argparse.Namespace, cfg: MinerConfig) -> tuple[XTree | None, str]:
+    """The tree mined by Ray workers; ``(None, why)`` when the files need the validator (one process mines)."""
+    from ..corpus.columnar import FastPathUnavailable
+    from ..errors import ConfigError
+    from .ray_mine import mine_with_ray, require_ray
+
+    require_ray()  # on a core install: one line naming xtree_gym[ray]
+    if args.engine != "fast":
+        raise ConfigError("--ray mines with the fast engine", fix="drop --engine reference (or --ray)")
+    try:
+        tree, _ = mine_with_ray(
+            args.corpus,
+            cfg,
+            address=args.ray_address,
+            workers=args.ray_workers,
+            name=args.name,
+            progress=None,
+        )
+    except FastPathUnavailable as why:  # the one-process reader names the bad line or takes the file
+        return None, str(why)
+    return tree, ""
 
 
 def node_table(tree: XTree) -> list[str]:

@@ -187,26 +187,15 @@ class _State:
         ver = self.version.get(key, 0) + 1
         self.version[key] = ver
         u, v = divmod(key, self.K)
-        length = self.lens[u] + self.lens[v]
-        if length > self.config.max_len or key not in self.f:
+        if self.lens[u] + self.lens[v] > self.config.max_len or key not in self.f:
             return
         f, s, n_tt = self.exact_stats(key)
-        if f == 0:
-            return
-        succ = s / f
-        if not is_candidate(f, length, succ, n_tt, self.config):
-            return
-        x = x_score(f, length, succ, self.config)
-        entry = (-x, -f, -length, self.exp[u] + self.exp[v], self.lens[u], u, v, ver, key)
-        heapq.heappush(self.heap, entry)
+        entry = heap_entry(f, s, n_tt, u, v, self.lens, self.exp, self.config)
+        if entry is not None:
+            heapq.heappush(self.heap, (*entry, ver, key))
 
     def pop_best(self) -> tuple[int, float] | None:
-        while self.heap:
-            entry = heapq.heappop(self.heap)
-            key = entry[-1]
-            if self.version.get(key) == entry[-2]:
-                return key, -entry[0]
-        return None
+        return pop_valid(self.heap, self.version)
 
     # -- merging -------------------------------------------------------------------------------
     def merge(self, key: int, new: int, P: np.ndarray | None = None) -> np.ndarray:
@@ -250,6 +239,46 @@ class _State:
         for k in sorted(touched):
             self._push(k)
         return P
+
+
+def heap_entry(
+    f: int,
+    s: int,
+    n_tt: int,
+    u: int,
+    v: int,
+    lens: list[int],
+    exp: list[tuple[int, ...]],
+    config: MinerConfig,
+) -> tuple[Any, ...] | None:
+    """The heap entry of pair ``(u, v)`` with exact stats ``(f, s, n_tt)``; ``None`` if not a candidate.
+
+    Its order is the miner's choice: the largest ``(X, f, length)``, then the smallest primitive
+    expansion, the shorter left part, the smaller ``(u, v)``. The one-process and the sharded
+    miner (:mod:`xtree_gym.mining.sharded`) both build entries here, so they choose alike.
+
+    Example:
+        >>> heap_entry(4, 4, 1, 0, 1, [1, 1], [(0,), (1,)], MinerConfig(min_freq=2, eta=0.5))[1:]
+        (-4, -2, (0, 1), 1, 0, 1)
+    """
+    if f == 0:
+        return None
+    length = lens[u] + lens[v]
+    succ = s / f
+    if not is_candidate(f, length, succ, n_tt, config):
+        return None
+    x = x_score(f, length, succ, config)
+    return (-x, -f, -length, exp[u] + exp[v], lens[u], u, v)
+
+
+def pop_valid(heap: list[tuple[Any, ...]], version: dict[int, int]) -> tuple[int, float] | None:
+    """Pop entries ``(*heap_entry, ver, key)`` until one is current; ``(key, X)`` of it, or ``None``."""
+    while heap:
+        entry = heapq.heappop(heap)
+        key = entry[-1]
+        if version.get(key) == entry[-2]:
+            return key, -entry[0]
+    return None
 
 
 def _argsort_small_keys(keys: np.ndarray, key_bound: int) -> np.ndarray:

@@ -28,13 +28,13 @@ import numpy as np
 
 from ..corpus.io import JSONProblem, atomic_write_text, finite_number, input_problem, loads_strict
 from ..errors import TreeFormatError
+from .base import Merge
 from .config import MinerConfig
 from .matching import Match, StreamingMatcher, find_matches
 
 if TYPE_CHECKING:
     from ..corpus.encoded import EncodedCorpus
     from ..corpus.records import Trajectory
-    from .base import Merge
 
 FORMAT_VERSION = 1
 FORMAT_TEXT = (
@@ -190,19 +190,41 @@ class XTree:
         name: str = "",
     ) -> XTree:
         """Build the tree from a miner's merges over ``enc`` (encoded from ``trajectories``)."""
-        n_prim = len(enc.vocab)
-        names = list(enc.vocab)  # symbol id -> printable name
+        examples = []
+        for m, length in zip(merges, merge_lengths(merges, len(enc.vocab))):
+            ti, start = m.first
+            examples.append([s.action for s in trajectories[ti].steps[start : start + length]])
+        facts = CorpusFacts(
+            vocab=list(enc.vocab),
+            task_names=list(enc.task_names),
+            n_trajectories=len(trajectories),
+            n_successful=int(enc.success.sum()),
+            primitive_counts=np.bincount(enc.flat, minlength=len(enc.vocab)).tolist(),
+            envs=_env_names(trajectories),
+        )
+        return cls.from_facts(merges, facts, examples, config, name=name)
+
+    @classmethod
+    def from_facts(
+        cls,
+        merges: Sequence[Merge],
+        facts: CorpusFacts,
+        examples: Sequence[list[str]],
+        config: MinerConfig,
+        name: str = "",
+    ) -> XTree:
+        """Build the tree from merges, what the file says of the corpus, and each node's example actions."""
+        n_prim = len(facts.vocab)
+        names = list(facts.vocab)  # symbol id -> printable name
         depth = [0] * n_prim
-        exp: list[tuple[str, ...]] = [(t,) for t in enc.vocab]
-        successful_only = bool(enc.success.all())
+        exp: list[tuple[str, ...]] = [(t,) for t in facts.vocab]
+        successful_only = facts.n_successful == facts.n_trajectories
         nodes = []
         for k, m in enumerate(merges):
             nid = f"S{k}"
             names.append(nid)
             depth.append(1 + max(depth[m.left], depth[m.right]))
             exp.append(exp[m.left] + exp[m.right])
-            ti, start = m.first
-            steps = trajectories[ti].steps[start : start + len(exp[-1])]
             nodes.append(
                 Node(
                     id=nid,
@@ -212,23 +234,22 @@ class XTree:
                     expansion=exp[-1],
                     count=m.count,
                     success=None if successful_only else m.success_count / m.count,
-                    example=[s.action for s in steps],
+                    example=list(examples[k]),
                     score=m.score,
                     success_count=m.success_count,
-                    task_types=[enc.task_names[i] for i in m.task_types],
+                    task_types=[facts.task_names[i] for i in m.task_types],
                 )
             )
-        n_tokens = len(enc.flat)
+        n_tokens = sum(facts.primitive_counts)
         merged_away = sum(m.count for m in merges)  # each merge turns `count` pairs into one symbol
-        counts = dict(enumerate(np.bincount(enc.flat, minlength=n_prim).tolist()))
-        envs = _env_names(trajectories)
+        envs = facts.envs
         corpus = {
             "name": name,
-            "n_trajectories": len(trajectories),
-            "n_successful": int(enc.success.sum()),
+            "n_trajectories": facts.n_trajectories,
+            "n_successful": facts.n_successful,
             "successful_only": successful_only,
             "n_steps": n_tokens,
-            "n_task_types": len(enc.task_names),
+            "n_task_types": len(facts.task_names),
             "envs": envs,
         }
         cfg = config.to_dict()
@@ -241,7 +262,7 @@ class XTree:
             n_primitives=n_prim,
             bound="cap" if len(merges) >= config.cap else "compression",
             compression_ratio=(n_tokens / (n_tokens - merged_away)) if n_tokens > merged_away else 1.0,
-            primitive_counts={enc.vocab[i]: c for i, c in sorted(counts.items()) if c},
+            primitive_counts={facts.vocab[i]: c for i, c in enumerate(facts.primitive_counts) if c},
         )
 
     # -- file ----------------------------------------------------------------------------------
@@ -397,6 +418,34 @@ class XTree:
                 lines.append(f"{'  ' * indent}{n.id}  d={n.depth} l={n.length} count={n.count} succ={succ}")
                 stack.extend((c, indent + 1) for c in reversed(n.children))  # left child first
         return lines
+
+
+@dataclass
+class CorpusFacts:
+    """What a tree file records of the corpus it was mined from (all a sharded miner gathers)."""
+
+    vocab: list[str]
+    """Primitive id -> token, sorted."""
+    task_names: list[str]
+    n_trajectories: int
+    n_successful: int
+    primitive_counts: list[int]
+    """Primitive id -> occurrences."""
+    envs: list[str]
+    """Sorted distinct env names."""
+
+
+def merge_lengths(merges: Sequence[Merge], n_prim: int) -> list[int]:
+    """Primitives under each merge's new symbol.
+
+    Example:
+        >>> merge_lengths([Merge(0, 1, 2, 3, 3, (0,), 1.0, (0, 0)), Merge(2, 2, 3, 2, 2, (0,), 1.0, (0, 0))], 2)
+        [2, 4]
+    """
+    lens = [1] * n_prim
+    for m in merges:
+        lens.append(lens[m.left] + lens[m.right])
+    return lens[n_prim:]
 
 
 def _env_names(trajectories: Any) -> list[str]:
