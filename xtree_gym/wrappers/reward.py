@@ -138,7 +138,7 @@ class XTreeBonus(gym.Wrapper):
 
     ``tree=None`` starts with no tree (nothing is paid) for an agent that mines its own: :meth:`self_mine`
     (between episodes) mines a tree from a rollout buffer of its episodes and values it on them, the rule of
-    ``xtree train rlvr --remine-every K`` (:func:`~xtree_gym.agents.grpo.remine.self_mine`).
+    ``xtree train rlvr --remine-every K`` (:func:`~xtree_gym.rewards.self_mined.self_mine`).
 
     ``bonus`` is a b_v design (``"depth"``, ``"webshop"`` or a callable); the WebShop design reads the
     goal's option types from the reset info (``goal_options`` or ``goal["goal_options"]``). An action
@@ -251,10 +251,10 @@ class XTreeBonus(gym.Wrapper):
         :class:`~xtree_gym.agents.grpo.remine.RolloutBuffer` of the agent's own) and valued on them; call it
         between episodes. ``auto``: both labels -> contrastive values, :attr:`bonus_mode` ``contrastive_gated``;
         successes only -> the ``bonus`` design, ``eq3``; no success -> nothing paid, ``none``. Returns the
-        :class:`~xtree_gym.agents.grpo.remine.SelfMined` record (tree size, mode, successes, failures).
+        :class:`~xtree_gym.rewards.self_mined.SelfMined` record (tree size, mode, successes, failures).
         """
-        from ..agents.grpo.remine import NO_BONUS, self_mine
         from ..rewards.contrastive import NodeValueBonus
+        from ..rewards.self_mined import NO_BONUS, self_mine
 
         trajs = episodes.trajectories() if hasattr(episodes, "trajectories") else list(episodes)
         got = self_mine(trajs, config, mode=mode)

@@ -190,7 +190,7 @@ class VLLMGenerator:
             "logprobs": 1,
             "return_tokens_as_token_ids": True,
         }
-        from .vllm_sync import http_json
+        from .vllm_http import http_json
 
         payload = http_json(str(self.server_url), "/v1/completions", body, timeout=self.timeout)
         return self._ours(parse_server_choice(payload["choices"][0]))

@@ -24,22 +24,16 @@ A server that is not there, dies, or times out is one :class:`~xtree_gym.errors.
 
 from __future__ import annotations
 
-import http.client
-import json
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError, ServerError
+from .vllm_http import REQUEST_TIMEOUT, RESUME_FIX, http_json
 from .vllm_worker import WORKER_EXTENSION
 
 TRANSPORTS = ("auto", "files", "nccl")
-REQUEST_TIMEOUT = 600.0
-"""Seconds one request to a server (a completion, a weight load) may take before the step fails naming it."""
-RESUME_FIX = (
-    "start it again (xtree vllm-serve MODEL --port PORT), then resume the run: xtree train rlvr --resume RUN"
-)
 
 
 def parse_server_urls(spec: str) -> list[str]:
@@ -63,28 +57,6 @@ def parse_server_urls(spec: str) -> list[str]:
             fix="pass --vllm-server http://HOST:PORT[,http://HOST2:PORT2]",
         )
     return urls
-
-
-def http_json(
-    url: str, path: str, body: Any = None, *, timeout: float = REQUEST_TIMEOUT, fix: str = RESUME_FIX
-) -> Any:
-    """``GET`` (no body) or ``POST`` (JSON body) ``url + path``; the JSON answer, or one :class:`ServerError`
-    naming the URL (refused, reset, died, timed out, or an HTTP error with the server's words)."""
-    import urllib.error
-    import urllib.request
-
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(f"{url}{path}", data=data, headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            raw = resp.read()
-    except urllib.error.HTTPError as exc:
-        detail = exc.read()[:400].decode("utf-8", "replace").strip()
-        raise ServerError(f"vLLM server {url}: {path} answered HTTP {exc.code} ({detail})", fix=fix) from None
-    except (OSError, http.client.HTTPException) as exc:  # refused, reset, died mid-answer, timed out
-        reason = getattr(exc, "reason", None) or exc or type(exc).__name__
-        raise ServerError(f"vLLM server {url} is not answering ({path}: {reason})", fix=RESUME_FIX) from None
-    return json.loads(raw) if raw.strip() else None
 
 
 def served_model(url: str, timeout: float = 30.0) -> str:
