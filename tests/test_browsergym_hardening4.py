@@ -159,12 +159,13 @@ def _timed_step(env: Any, action: str) -> tuple[float, tuple[Any, ...]]:
 
 @pytest.mark.browser
 def test_frames_and_tabs_of_privileged_schemes_are_refused_at_once(browser_chromium: str, site: str) -> None:
-    env = _env(browser_chromium, f"{site}/start.html", step_deadline_s=20.0)
+    env = _env(browser_chromium, f"{site}/start.html", step_deadline_s=60.0)  # the default deadline
     try:
         env.reset(seed=0)
         for page, heading in (("frames.html", "Framed page"), ("tabs.html", "Tabs page")):
             took, (text, _, terminated, truncated, info) = _timed_step(env, f"goto('{site}/{page}')")
-            assert took < 10, (page, took, info.get("fault"))  # it waited for the 20 s deadline before
+            # before, the step waited out the whole 60 s deadline; now 3-7 s (14.5 s seen under CI's load)
+            assert took < 30, (page, took, info.get("fault"))
             assert not (terminated or truncated) and "fault" not in info, (page, info.get("fault"))
             assert heading in text, (page, text[:300])
             if page == "frames.html":

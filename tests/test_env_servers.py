@@ -102,7 +102,7 @@ def test_served_echo_episodes_equal_the_local_workers(servers) -> None:
     assert served == local  # actions, tokens, rewards, observations
     assert all(r["success"] for r in served)
     for s in (a, b):  # every session was closed at the end
-        assert httpx.get(s.url + "/health").json()["sessions"] == 0
+        assert httpx.get(s.url + "/health", timeout=60).json()["sessions"] == 0
 
 
 def test_a_server_killed_mid_run_ends_only_its_in_flight_episodes(servers) -> None:
@@ -155,9 +155,9 @@ def test_a_server_back_up_is_used_again(servers) -> None:
 
 def test_a_registered_env_keeps_openenv_routes_beside_ours(servers) -> None:
     s = servers("XTree-Countdown-v0")
-    health = httpx.get(s.url + "/health").json()  # ours, not OpenEnv's own /health
+    health = httpx.get(s.url + "/health", timeout=60).json()  # ours, not OpenEnv's own /health
     assert health == {"status": "ok", "env": "XTree-Countdown-v0", "sessions": 0, "max_sessions": 16}
-    r = httpx.post(s.url + "/reset", json={"seed": 0})  # OpenEnv's HTTP route, still served
+    r = httpx.post(s.url + "/reset", json={"seed": 0}, timeout=60)  # OpenEnv's HTTP route, still served
     assert r.status_code == 200 and "Target" in r.json()["observation"]["text"]
 
 
@@ -201,8 +201,8 @@ def test_a_token_server_refuses_clients_without_it(servers, tmp_path: Path, monk
     token = "t0k3n-" + "x" * 40
     (tmp_path / "token").write_text(token + "\n")
     s = servers(ECHO_ENV, "--token-file", str(tmp_path / "token"))
-    assert httpx.get(s.url + "/health").status_code == 200  # health tells nothing of an episode
-    r = httpx.post(s.url + "/reset", json={"seed": 0})
+    assert httpx.get(s.url + "/health", timeout=60).status_code == 200  # health tells nothing of an episode
+    r = httpx.post(s.url + "/reset", json={"seed": 0}, timeout=60)
     assert r.status_code == 401 and "unauthorized" in r.json()["detail"]
     monkeypatch.delenv("XTREE_SERVE_TOKEN", raising=False)
     with pytest.raises(ConfigError, match="refused the session: unauthorized"):

@@ -30,6 +30,7 @@ SESSION_PATH = "/xtree/ws"
 """The route of a remote rollout's sessions on ``xtree serve`` (:mod:`xtree_gym.adapters.env_server`)."""
 HEALTH_PATH = "/health"
 TOKEN_ENV = "XTREE_SERVE_TOKEN"
+UNAUTHORIZED_HINT = f"unauthorized (set {TOKEN_ENV} to the content of the server's --token-file)"
 """Environment variable holding the servers' token (the content of ``xtree serve --token-file``)."""
 PROBE_EVERY_S = 1.0
 WAIT_FOR_SERVER_S = 60.0
@@ -92,8 +93,12 @@ class EnvServers:
         self.max_sessions: dict[str, int] = {}
         self.lock = threading.Lock()
 
-    def health(self, url: str, timeout: float = 3.0) -> dict[str, Any] | None:
-        """The server's ``/health`` answer, or None when it does not answer 200."""
+    def health(self, url: str, timeout: float = 15.0) -> dict[str, Any] | None:
+        """The server's ``/health`` answer, or None when it does not answer 200.
+
+        A dead server refuses the connection at once; the timeout only bounds a live one slowed by its load (a
+        busy 2-core machine can take seconds), which must not be taken for dead.
+        """
         import httpx
 
         try:
@@ -135,7 +140,7 @@ class EnvServers:
         for url, last in list(self.down.items()):
             if now - last >= PROBE_EVERY_S:
                 self.down[url] = now
-                if self.health(url, timeout=1.0) is not None:
+                if self.health(url, timeout=5.0) is not None:
                     del self.down[url]
         return [u for u in self.urls if u not in self.down]
 
@@ -192,11 +197,16 @@ class RemoteHandle:
         try:
             ws = connect(ws_url(url), additional_headers=headers, open_timeout=wait, max_size=MAX_ANSWER_BYTES,
                          close_timeout=2)  # fmt: skip
-            ws.send(json.dumps(hello))
+            with contextlib.suppress(*_closed_errors()):  # a server refusing the token says why, then closes
+                ws.send(
+                    json.dumps(hello)
+                )  # at once: the send can lose that race, its reason is in the buffer
             reply = json.loads(ws.recv(timeout=wait))
         except TimeoutError as exc:
             raise EnvFault(f"env server {url} did not open a session in {wait:g}s") from exc
         except _closed_errors() as exc:
+            if getattr(getattr(exc, "rcvd", None), "code", None) == 1008:  # policy violation: the token
+                raise ConfigError(f"env server {url} refused the session: {UNAUTHORIZED_HINT}") from None
             self.servers.mark_down(url)
             raise EnvFault(f"env server {url} is unreachable ({type(exc).__name__}: {exc})") from exc
         if "refused" in reply:
