@@ -24,14 +24,13 @@ import argparse
 import json
 import os
 import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_fsdp_memory import run_world  # the same launch as the FSDP training-memory benchmark
 from bench_trainer_memory import PeakRSS  # the same sampler as the other memory benchmarks
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -88,20 +87,7 @@ def rank_run(out: Path, model: str, tag: str) -> None:
 
 
 def launch(world: int, out: Path, model: str, tag: str) -> list[dict[str, Any]]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "MALLOC_MMAP_THRESHOLD_": "131072"}
-    me = [str(Path(__file__).resolve()), "--rank-run", str(out), "--model", model, "--tag", tag]
-    if world == 1:
-        cmd = [sys.executable, *me]
-    else:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = str(s.getsockname()[1])
-        launcher = shutil.which("accelerate") or str(Path(sys.executable).with_name("accelerate"))
-        cmd = [launcher, "launch", "--config_file", str(ROOT / "xtree_gym/agents/accelerate/fsdp.yaml"),
-               "--num_processes", str(world), "--mixed_precision", "no", "--main_process_port", port, *me]  # fmt: skip
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    if proc.returncode:
-        sys.exit(proc.stderr[-3000:])
+    run_world(world, [str(Path(__file__).resolve()), "--rank-run", str(out), "--model", model, "--tag", tag])
     return [json.loads((out / f"{tag}-rank{r}.json").read_text()) for r in range(world)]
 
 

@@ -111,11 +111,13 @@ def rank_run(out: Path, model: str, n_rows: int) -> None:
     acc.wait_for_everyone()
 
 
-def launch(world: int, out: Path, model: str, n_rows: int) -> list[dict[str, Any]]:
-    # a fixed mmap threshold: glibc's dynamic one would keep freed tensors in its heap, and the resident
-    # set would count memory the process no longer uses (the same setting for both runs)
+def run_world(world: int, me: list[str]) -> None:
+    """Run the script and arguments ``me`` as 1 process, or as ``world`` FSDP processes (accelerate, gloo).
+
+    A fixed mmap threshold: glibc's dynamic one would keep freed tensors in its heap, and the resident set would
+    count memory the process no longer uses (the same setting for every run).
+    """
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "MALLOC_MMAP_THRESHOLD_": "131072"}
-    me = [str(Path(__file__).resolve()), "--rank-run", str(out), "--model", model, "--rows", str(n_rows)]
     if world == 1:
         cmd = [sys.executable, *me]
     else:
@@ -128,6 +130,13 @@ def launch(world: int, out: Path, model: str, n_rows: int) -> list[dict[str, Any
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if proc.returncode:
         sys.exit(proc.stderr[-3000:])
+
+
+def launch(world: int, out: Path, model: str, n_rows: int) -> list[dict[str, Any]]:
+    run_world(
+        world,
+        [str(Path(__file__).resolve()), "--rank-run", str(out), "--model", model, "--rows", str(n_rows)],
+    )
     return [json.loads((out / f"rank{r}-of-{world}.json").read_text()) for r in range(world)]
 
 
