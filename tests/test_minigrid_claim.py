@@ -322,7 +322,7 @@ def test_pairs_reprints_the_committed_comparisons(capsys):
 
 
 @pytest.mark.parametrize(
-    "name", ["doorkey6", "unlock", "keycorridor", "unlockpickup", "multiroom", "redbluedoors"]
+    "name", ["doorkey6", "unlock", "keycorridor", "unlockpickup", "multiroom", "redbluedoors", "keyinbox"]
 )
 def test_solver_wins_every_new_env(name: str) -> None:
     from experiments.minigrid_claim.config import ENVS, SUBGOALS_BY_ENV
@@ -334,6 +334,21 @@ def test_solver_wins_every_new_env(name: str) -> None:
     assert reason and subgoals == ClaimConfig(env_id=env_id).subgoal_tokens()
     tokens = {s.token for t in demos for s in t.steps}
     assert set(subgoals) <= tokens  # every named subgoal is something a solving episode does
+
+
+def test_keyinbox_short_name_runs_the_registered_small_level(tmp_path) -> None:
+    """``--env keyinbox`` is not a ``MiniGrid-`` id: the short name is enough, and the level is the 9 x 9 one."""
+    import gymnasium as gym
+
+    from experiments.minigrid_claim.config import KEYINBOX_ID
+
+    out = tmp_path / "kib"
+    argv = ["--smoke", "--env", "keyinbox", "--arms", "outcome,subgoal", "--group-sizes", "2", "--seeds", "3"]
+    assert main([*argv, "--out", str(out)]) == 0
+    res = json.loads((out / "results.json").read_text())
+    assert res["config"]["env_id"] == KEYINBOX_ID and len(res["runs"]) == 2
+    env = gym.make(KEYINBOX_ID, max_steps=10)
+    assert (env.unwrapped.width, env.unwrapped.height) == (9, 9)
 
 
 def test_contrastive_arms_pay_the_tree_values(corpus_and_trees) -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import gymnasium as gym
+
 from xtree_gym.errors import ConfigError
 from xtree_gym.rewards.modes import BONUS_MODES, check_bonus_mode
 
@@ -50,10 +52,22 @@ ENVS: dict[str, tuple[str, int]] = {
     "unlockpickup": ("MiniGrid-UnlockPickup-v0", 150),
     "multiroom": ("MiniGrid-MultiRoom-N2-S4-v0", 40),
     "redbluedoors": ("MiniGrid-RedBlueDoors-6x6-v0", 100),  # a task without keys: two doors, in order
+    "keyinbox": ("XTreeClaim/KeyInBox-S5-v0", 100),  # the key hidden in a box: open it, take the key, unlock
 }
 """``--env`` short names -> (Gymnasium id, max_steps). Random play (100 episodes, seeds 0..99) wins DoorKey-5x5
 ≈ 1 %, MultiRoom-N2-S4 3 %, and DoorKey-8x8, Unlock, KeyCorridorS3R1, UnlockPickup, RedBlueDoors-6x6 0 % at these
-limits."""
+limits; KeyInBox-S5 1 % (seeds 0..99).
+
+``XTreeClaim/KeyInBox-S5-v0`` is BabyAI-KeyInBox-v0 at ``room_size`` 5 on a 2 x 2 room grid (a 9 x 9 grid; only
+the agent's room is reachable, 3 x 3 inside). The registered level is 22 x 22: the full-grid view would make a run
+cost what MultiRoom's does (≈ 43 CPU-s), and the task is the same in the one room the agent can reach."""
+KEYINBOX_ID = "XTreeClaim/KeyInBox-S5-v0"
+if KEYINBOX_ID not in gym.registry:  # every module of the claim check imports this one: workers see it too
+    gym.register(
+        KEYINBOX_ID,
+        entry_point="minigrid.envs.babyai.unlock:KeyInBox",
+        kwargs={"room_size": 5, "num_rows": 2, "num_cols": 2},
+    )
 SUBGOALS = ("pickup<key>", "toggle<door>")
 """DoorKey's hand-named subgoals (the subgoal-shaping arm): each pays once per episode."""
 SUBGOALS_BY_ENV: dict[str, tuple[tuple[str, ...], str]] = {
@@ -78,6 +92,11 @@ SUBGOALS_BY_ENV: dict[str, tuple[tuple[str, ...], str]] = {
         ("toggle<door>",),
         "open the red door; opening the blue one after it is the task itself (the success step). The token has"
         " no colour, so opening the blue door first pays it too, in an episode that ends there as a failure",
+    ),
+    KEYINBOX_ID: (
+        ("toggle<box>", "pickup<key>"),
+        "open the box (the key appears in its cell), take the key; opening the locked door with it is the task"
+        " itself (the success step), not a subgoal",
     ),
     "MiniGrid-MultiRoom-N2-S4-v0": (
         ("toggle<door>", "forward<door>"),

@@ -290,7 +290,7 @@ def config_from_args(a: argparse.Namespace) -> ClaimConfig:
     over: dict[str, Any] = {}
     if a.env:
         env_id, steps = ENVS.get(a.env, (a.env, a.max_steps or cfg.max_steps))
-        if not env_id.startswith("MiniGrid-"):
+        if a.env not in ENVS and not env_id.startswith("MiniGrid-"):
             raise ConfigError(f"--env {a.env!r}", fix=f"use one of {sorted(ENVS)} or a MiniGrid-… id")
         over.update(env_id=env_id, max_steps=steps)
     if a.max_steps:

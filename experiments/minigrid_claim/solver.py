@@ -5,7 +5,8 @@ agent holds no key it walks to the key and picks it up, then it walks to the goa
 closed or locked door on its path. Envs without a goal cell: the target is the mission object
 (``env.obj``: the ball of KeyCorridor, the box of UnlockPickup), picked up after the key is dropped
 once no locked door is left; with no such object (Unlock) the target is the locked door itself.
-RedBlueDoors: the red door, then the blue one (toggled on arrival). Breadth-first search over cells;
+RedBlueDoors: the red door, then the blue one (toggled on arrival). KeyInBox: no key in sight, so the box
+is toggled open first (the key appears in its cell). Breadth-first search over cells;
 turns toward the next cell.
 With probability ``noise`` a step takes a uniformly random action instead, so the corpus holds
 successes and failures (the episode's own verifier labels them: reward > 0).
@@ -68,7 +69,8 @@ def _bfs(
 
 
 def _targets(u: Any, has_key: bool, locked: list[tuple[int, int]]) -> tuple[set[tuple[int, int]], str]:
-    """Where the solver heads and what it does on arrival: ``pickup`` (key, mission object) or ``reach``."""
+    """Where the solver heads and what it does on arrival: ``pickup`` (key, mission object), ``toggle`` (a box
+    hiding the key) or ``reach``."""
     red, blue = getattr(u, "red_door", None), getattr(u, "blue_door", None)
     if red is not None and blue is not None:  # RedBlueDoors: open the red door, then the blue one
         door = blue if red.is_open else red
@@ -76,6 +78,9 @@ def _targets(u: Any, has_key: bool, locked: list[tuple[int, int]]) -> tuple[set[
     keys = _find(u, "key")
     if locked and not has_key and keys:
         return set(keys), "pickup"
+    boxes = _find(u, "box")
+    if locked and not has_key and boxes and getattr(u, "obj", None) is None:
+        return set(boxes), "toggle"  # KeyInBox: the key is inside a box; toggling the box shows it
     goals = _find(u, "goal")
     if goals:
         return set(goals), "reach"
@@ -87,7 +92,7 @@ def _targets(u: Any, has_key: bool, locked: list[tuple[int, int]]) -> tuple[set[
 
 def solver_action(env: gym.Env) -> int:
     """The solver's next action on a live DoorKey / MultiRoom / Unlock / KeyCorridor / UnlockPickup /
-    RedBlueDoors env."""
+    RedBlueDoors / KeyInBox env."""
     u: Any = env.unwrapped
     pos = (int(u.agent_pos[0]), int(u.agent_pos[1]))
     carrying = u.carrying
@@ -114,7 +119,7 @@ def solver_action(env: gym.Env) -> int:
         return RIGHT if turn == 1 else LEFT
     cell = u.grid.get(*nxt)
     if nxt in targets and verb != "reach":
-        return PICKUP if verb == "pickup" else DROP
+        return {"pickup": PICKUP, "drop": DROP, "toggle": TOGGLE}[verb]
     if cell is not None and cell.type == "door" and not cell.is_open:
         return TOGGLE
     return FORWARD
