@@ -248,6 +248,7 @@ def test_self_mined_arm_is_the_products_rule_on_own_episodes() -> None:
 
 def test_command_line_options(tmp_path, capsys) -> None:
     from experiments.minigrid_claim.config import ARMS
+    from experiments.minigrid_claim.remines import main as main_remines
     from experiments.minigrid_claim.run import _ints
 
     assert _ints("100-102,7") == (100, 101, 102, 7)
@@ -265,7 +266,11 @@ def test_command_line_options(tmp_path, capsys) -> None:
     assert {(c["arm"], c["vs"]) for c in res["comparisons"]} >= {
         ("xtree_gated", "outcome"),
         ("subgoal", "xtree"),
+        ("self_mined", "subgoal"),
+        ("self_mined", "xtree_contrastive_gated"),
     }
+    assert main_remines([str(out)]) == 0  # the re-mine summary reads the same folder
+    assert "n=2: 1 runs," in capsys.readouterr().out
     prov = json.loads((out / "provenance.json").read_text())
     assert prov["config"]["arms"] == list(ARMS) and "--seeds" in prov["command"]
     assert prov["commit"] is None or len(prov["commit"]) == 40

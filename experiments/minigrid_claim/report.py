@@ -159,12 +159,15 @@ def paired(
 
 
 def compare(cfg: ClaimConfig, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Paired comparisons per n: every arm vs outcome; the controls also vs the X-Tree arm."""
+    """Paired comparisons per n: every arm vs outcome; the controls also vs the X-Tree arm; ``self_mined`` also
+    vs the subgoals and the solver-valued tree (issue 42's three pairs)."""
     pairs = [(a, "outcome") for a in cfg.arms if a != "outcome"]
     if "xtree" in cfg.arms:
         pairs += [(a, "xtree") for a in cfg.arms if a in CONTROLS]
     if "random_tree_contrastive_gated" in cfg.arms and "xtree_contrastive_gated" in cfg.arms:
         pairs.append(("xtree_contrastive_gated", "random_tree_contrastive_gated"))
+    if "self_mined" in cfg.arms:
+        pairs += [("self_mined", b) for b in ("subgoal", "xtree_contrastive_gated") if b in cfg.arms]
     out = [paired(cfg, runs, n, a, b) for n in cfg.group_sizes for a, b in pairs]
     return [c for c in out if c is not None]
 
