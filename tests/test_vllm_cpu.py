@@ -34,6 +34,8 @@ os.environ.setdefault(
 )  # the engine in this process: weights can be pushed
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 
+from vllm_pairs import fixed_pair, trainer_logprobs  # noqa: E402  (after the skips above)
+
 ENGINE = {"dtype": "float32", "enforce_eager": True, "max_model_len": 4096}
 
 
@@ -54,27 +56,6 @@ def trainer(tmp_path_factory):
     return tr
 
 
-def _fixed_pair(tok) -> tuple[list[int], list[int]]:
-    prompt = tok.apply_chat_template(
-        [{"role": "user", "content": "Target: 145. Pool: [87, 3, 55]. Your move?"}],
-        add_generation_prompt=True,
-        return_dict=False,
-    )
-    completion = tok.encode("op(+, 55, 87)<|im_end|>", add_special_tokens=False)
-    return [int(i) for i in prompt], [int(i) for i in completion]
-
-
-def trainer_logprobs(model, prompt: list[int], completion: list[int]) -> list[float]:
-    """log p(completion | prompt) per token under the trainer's live weights (fp32)."""
-    ids = torch.tensor([prompt + completion])
-    with torch.no_grad():
-        logits = model(input_ids=ids).logits[0, :-1].float()
-    logp = torch.log_softmax(logits, dim=-1)
-    targets = ids[0, 1:]
-    per = logp.gather(1, targets.unsqueeze(1)).squeeze(1)
-    return [float(x) for x in per[len(prompt) - 1 :]]
-
-
 def vllm_logprobs(llm, prompt: list[int], completion: list[int]) -> list[float]:
     """The same, scored by the vLLM engine (``prompt_logprobs`` of prompt + completion)."""
     from vllm import SamplingParams
@@ -93,7 +74,7 @@ def test_vllm_backend_generates_ids_logprobs_and_our_text(trainer):
     from xtree_gym.agents.types import GenRequest
 
     gen = trainer._vllm
-    prompt, _ = _fixed_pair(trainer.tokenizer)
+    prompt, _ = fixed_pair(trainer.tokenizer)
     outs = gen.generate([GenRequest(prompt), GenRequest(prompt)])
     for g in outs:
         assert g.completion_ids and len(g.logprobs) == len(g.completion_ids)
@@ -109,7 +90,7 @@ def test_vllm_backend_generates_ids_logprobs_and_our_text(trainer):
 
 def test_weights_pushed_after_a_grpo_update_match_the_trainer(trainer):
     """After one GRPO step, vLLM scores a fixed completion as the updated trainer does, and not as before."""
-    prompt, completion = _fixed_pair(trainer.tokenizer)
+    prompt, completion = fixed_pair(trainer.tokenizer)
     llm = trainer._vllm.llm
     hf_before = trainer_logprobs(trainer.policy, prompt, completion)
     vl_before = vllm_logprobs(llm, prompt, completion)
@@ -145,7 +126,7 @@ def test_lora_step_pushes_merged_adapters_and_vllm_follows(trainer, tmp_path_fac
         k.replace(".base_layer", "") for k in lora.policy.get_base_model().state_dict() if "lora_" not in k
     }
     assert n == len(base_names)  # merged: the base model's names (273 for SmolLM2), all of them
-    prompt, completion = _fixed_pair(lora.tokenizer)
+    prompt, completion = fixed_pair(lora.tokenizer)
     llm = lora._vllm.llm
     hf_before = trainer_logprobs(lora.policy, prompt, completion)
     assert vllm_logprobs(llm, prompt, completion) == pytest.approx(hf_before, abs=2e-3)  # B = 0: the base

